@@ -1,0 +1,40 @@
+# kt-train: `make demo` and `make test` set everything up first (idempotent; quick when already done).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+TORCH_VERSION ?= 2.13.0
+EXTRAS ?= dev
+STAMP := $(VENV)/.installed-$(EXTRAS)
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup test test-fast demo quality bench clean
+
+setup: $(STAMP)
+
+# torch first (the local CPU build), unless the venv already has one; then the project with its extras.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==$(TORCH_VERSION)
+	$(PIP) install -q -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+test-fast: setup
+	$(VENV)/bin/pytest -q -m "not slow"
+
+demo: setup
+	$(VENV)/bin/kt dsl generate --num-pairs 100000 --seed 42 --output outputs/demo/kt-dsl-100k
+
+quality: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(PY) bench/bench_dsl_generate.py
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -1,0 +1,249 @@
+"""Build a deduplicated program–sequence corpus: blocks of candidates in parallel, then selection and writing.
+
+Resumable: finished blocks are files, so a killed run restarted with the same arguments redoes only missing blocks and
+writes the same bytes. Distributable: `num_shards` / `shard_index` make a run build only its share of the blocks;
+`merge_corpus` gathers the blocks of several runs and finishes the corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing
+import shutil
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from tqdm.auto import tqdm
+
+from dsl.blocks import BlockSpec, block_path, read_block, write_block
+from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_manifest, write_dataset
+from dsl.sampler import DEFAULT_CONFIG, SamplerConfig
+from dsl.selection import Selection, Target, select
+
+BLOCKS_DIR = ".blocks"
+PLAN = "plan.json"
+EXCLUDE = "exclude.npy"
+MEAN_LENGTH_GUESS = 70  # bytes per candidate sequence, to size the first round of blocks in bytes mode
+FIRST_ROUND_MARGIN = 1.06  # candidates per wanted pair in the first round (about 3% are duplicates)
+
+
+class CorpusError(RuntimeError):
+    """A corpus request that cannot be carried out (the CLI prints it as one line)."""
+
+
+@dataclass
+class CorpusRequest:
+    """What to build and where; everything that shapes the output is in `settings()`."""
+
+    output: Path
+    seed: int
+    target: Target
+    stream: str = "train"
+    config: SamplerConfig = DEFAULT_CONFIG
+    exclude: np.ndarray = field(default_factory=lambda: np.empty((0, 2), np.uint64))
+    workers: int = 1
+    block_size: int | None = None
+    num_shards: int = 1
+    shard_index: int = 0
+    keep_blocks: bool = False
+    command: str = ""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.shard_index < self.num_shards:
+            raise CorpusError(f"--shard-index must be in [0, {self.num_shards}), got {self.shard_index}")
+        if self.workers < 1:
+            raise CorpusError(f"--workers must be >= 1, got {self.workers}")
+        if self.block_size is None:
+            wanted = self.target.pairs or (self.target.bytes or 0) // MEAN_LENGTH_GUESS
+            self.block_size = int(min(16_384, max(256, wanted // 8)))
+
+    @property
+    def spec(self) -> BlockSpec:
+        return BlockSpec(self.stream, self.seed, int(self.block_size or 0), self.config)
+
+    def settings(self) -> dict[str, Any]:
+        exclude_bytes = np.ascontiguousarray(np.unique(self.exclude, axis=0)).tobytes() if len(self.exclude) else b""
+        return {
+            "stream": self.stream,
+            "seed": self.seed,
+            "target_pairs": self.target.pairs,
+            "target_bytes": self.target.bytes,
+            "sampler": self.config.to_dict(),
+            "block_size": self.block_size,
+            "excluded_sequences": len(self.exclude),
+            "exclude_sha256": hashlib.sha256(exclude_bytes).hexdigest()[:16],
+            "block_key": self.spec.key(),
+        }
+
+
+def _blocks_dir(request: CorpusRequest) -> Path:
+    return request.output / BLOCKS_DIR / request.spec.key()
+
+
+def _build_blocks(request: CorpusRequest, blocks: list[int], total: int) -> None:
+    """Make the missing blocks among `blocks`, in parallel when workers > 1."""
+    directory = _blocks_dir(request)
+    missing = [b for b in blocks if not block_path(directory, b).exists()]
+    size = int(request.block_size or 0)
+    bar = tqdm(
+        total=total * size,
+        initial=(total - len(missing)) * size,
+        unit="prog",
+        unit_scale=True,
+        desc="sampling programs",
+        disable=not request.progress,
+    )
+    with bar:
+        if request.workers == 1 or len(missing) <= 1:
+            for b in missing:
+                write_block(request.spec, b, str(directory))
+                bar.update(size)
+            return
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(request.workers, len(missing)), mp_context=context) as pool:
+            futures = [pool.submit(write_block, request.spec, b, str(directory)) for b in missing]
+            for future in as_completed(futures):
+                future.result()
+                bar.update(size)
+
+
+def _load(directory: Path, num_blocks: int) -> pa.Table:
+    return pa.concat_tables([read_block(directory, b) for b in range(num_blocks)])
+
+
+def _select(request: CorpusRequest, candidates: pa.Table) -> Selection:
+    return select(
+        candidates.column("digest"),
+        candidates.column("bits").to_numpy(),
+        pc.list_value_length(candidates.column("sequence")).to_numpy(),
+        candidates.column("program"),
+        request.target,
+        request.exclude,
+    )
+
+
+def _write_plan(request: CorpusRequest) -> None:
+    directory = _blocks_dir(request)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / PLAN).write_text(json.dumps(request.settings(), indent=2, sort_keys=True) + "\n")
+    np.save(directory / EXCLUDE, request.exclude)
+
+
+def _first_round_blocks(request: CorpusRequest) -> int:
+    wanted = request.target.pairs or (request.target.bytes or 0) / MEAN_LENGTH_GUESS
+    return max(1, math.ceil(wanted * FIRST_ROUND_MARGIN / int(request.block_size or 1)))
+
+
+def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
+    """Build (or finish) the corpus; return its manifest, or None for a shard-only run."""
+    request.output.mkdir(parents=True, exist_ok=True)
+    settings = request.settings()
+    existing = read_manifest(request.output)
+    if existing is not None:
+        if existing["settings"] == settings:
+            return existing
+        raise CorpusError(
+            f"{request.output} already holds a corpus made with other settings; choose another --output or remove it"
+        )
+    _write_plan(request)
+    directory = _blocks_dir(request)
+    num_blocks = _first_round_blocks(request)
+    if request.num_shards > 1:
+        mine = [b for b in range(num_blocks) if b % request.num_shards == request.shard_index]
+        _build_blocks(request, mine, len(mine))
+        return None
+    while True:
+        _build_blocks(request, list(range(num_blocks)), num_blocks)
+        candidates = _load(directory, num_blocks)
+        selection = _select(request, candidates)
+        if selection.rows is not None:
+            break
+        size = int(request.block_size or 1)
+        rate = max(selection.distinct, 1) / len(candidates)
+        if request.target.pairs is not None:
+            needed = (request.target.pairs - selection.distinct) / rate
+        else:
+            needed = ((request.target.bytes or 0) - selection.distinct_bytes) / max(
+                selection.distinct_bytes / len(candidates), 1.0
+            )
+        num_blocks += max(1, math.ceil(needed * 1.1 / size))
+    manifest = _finish(request, candidates, selection, settings)
+    if not request.keep_blocks:
+        shutil.rmtree(request.output / BLOCKS_DIR, ignore_errors=True)
+    return manifest
+
+
+def _finish(request: CorpusRequest, candidates: pa.Table, selection: Selection, settings: dict) -> dict[str, Any]:
+    assert selection.rows is not None
+    rows = pa.array(selection.rows)
+    chosen = candidates.take(rows)
+    prefix = "kt-dsl" if request.stream == "train" else f"kt-dsl-{request.stream}"
+    ids = pa.array([f"{prefix}-{request.seed}-{int(i)}" for i in selection.rows], pa.string())
+    table = pa.Table.from_arrays(
+        [
+            ids,
+            chosen.column("program"),
+            chosen.column("sequence"),
+            chosen.column("bits"),
+            chosen.column("num_lines"),
+            pc.list_value_length(chosen.column("sequence")).cast(pa.int32()),
+        ],
+        schema=CORPUS_SCHEMA,
+    )
+    manifest = {
+        "settings": settings,
+        "command": request.command,
+        "candidates": selection.candidates,
+        "duplicates": selection.candidates - selection.excluded - len(table),
+        "excluded": selection.excluded,
+        "stats": corpus_stats(table, chosen.column("functions").to_numpy()),
+    }
+    name = "KT DSL evaluation set" if request.stream == "eval" else "KT DSL training pairs"
+    write_dataset(request.output, table, manifest, name)
+    return manifest
+
+
+def merge_corpus(output: Path, sources: list[Path], workers: int = 1, progress: bool = True) -> dict[str, Any]:
+    """Gather the blocks that shard runs left in `sources` into `output`, then finish the corpus there."""
+    plans: dict[str, Path] = {}
+    for source in sources:
+        for plan in sorted((source / BLOCKS_DIR).glob(f"*/{PLAN}")):
+            plans.setdefault(plan.read_text(), plan.parent)
+    if len(plans) != 1:
+        found = "no shard blocks" if not plans else "blocks of different corpora"
+        raise CorpusError(f"merge: found {found} under {', '.join(map(str, sources))}")
+    plan_text, first = next(iter(plans.items()))
+    plan = json.loads(plan_text)
+    target = Target(pairs=plan["target_pairs"], bytes=plan["target_bytes"])
+    request = CorpusRequest(
+        output=output,
+        seed=plan["seed"],
+        target=target,
+        stream=plan["stream"],
+        config=SamplerConfig(**plan["sampler"]),
+        exclude=np.load(first / EXCLUDE),
+        workers=workers,
+        block_size=plan["block_size"],
+        command=f"kt dsl merge --output {output} {' '.join(map(str, sources))}",
+        progress=progress,
+    )
+    destination = _blocks_dir(request)
+    destination.mkdir(parents=True, exist_ok=True)
+    for source in sources:
+        source_dir = source / BLOCKS_DIR / plan["block_key"]
+        if source_dir.resolve() == destination.resolve():
+            continue
+        for block in sorted(source_dir.glob("block-*.arrow")):
+            if not (destination / block.name).exists():
+                shutil.copyfile(block, destination / block.name)
+    manifest = generate_corpus(request)
+    assert manifest is not None
+    return manifest

@@ -1,0 +1,184 @@
+"""Write a corpus as a Hugging Face dataset (Parquet shards + README card) and read sequences to exclude."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dsl.blocks import sequence_digest
+from dsl.functions import FUNCTION_NAMES
+
+DATA_DIR = "data"
+MANIFEST = "generation.json"
+ROWS_PER_SHARD = 250_000
+
+CORPUS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("program", pa.string()),
+        ("sequence", pa.list_(pa.uint8())),
+        ("bits", pa.float64()),
+        ("num_lines", pa.int32()),
+        ("length", pa.int32()),
+    ]
+)
+
+def corpus_stats(table: pa.Table, function_masks: np.ndarray) -> dict[str, Any]:
+    """Sequence lengths, lines per program, bits and function frequencies (share of programs using each)."""
+    lengths = table.column("length").to_numpy()
+    lines = table.column("num_lines").to_numpy()
+    bits = table.column("bits").to_numpy()
+    n = max(len(table), 1)
+    uses = {name: int(((function_masks >> k) & 1).sum()) for k, name in enumerate(FUNCTION_NAMES)}
+
+    def summary(values: np.ndarray) -> dict[str, float]:
+        if not len(values):
+            return {}
+        return {
+            "mean": round(float(values.mean()), 3),
+            "median": float(np.median(values)),
+            "std": round(float(values.std()), 3),
+            "min": float(values.min()),
+            "max": float(values.max()),
+        }
+
+    return {
+        "num_pairs": len(table),
+        "total_bytes": int(lengths.sum()),
+        "sequence_length": summary(lengths),
+        "num_lines": summary(lines),
+        "bits": summary(bits),
+        "function_share": {name: round(uses[name] / n, 5) for name in FUNCTION_NAMES},
+    }
+
+
+def _card(name: str, manifest: dict[str, Any]) -> str:
+    stats = manifest["stats"]
+    features = [
+        ("id", "string"),
+        ("program", "string"),
+        ("sequence", None),
+        ("bits", "float64"),
+        ("num_lines", "int32"),
+        ("length", "int32"),
+    ]
+    feature_yaml = "\n".join(
+        f"  - name: {key}\n    dtype: {dtype}" if dtype else f"  - name: {key}\n    sequence: uint8"
+        for key, dtype in features
+    )
+    shares = sorted(stats["function_share"].items(), key=lambda kv: -kv[1])
+    share_rows = "\n".join(f"| {fn} | {share:.4f} |" for fn, share in shares)
+    length, lines = stats["sequence_length"], stats["num_lines"]
+    return f"""---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: {DATA_DIR}/*.parquet
+dataset_info:
+  features:
+{feature_yaml}
+  splits:
+  - name: train
+    num_examples: {stats["num_pairs"]}
+tags:
+- kolmogorov-test
+- program-synthesis
+---
+# {name}
+
+KT sequence-DSL program–sequence pairs made by `kt dsl` (kt-train). Each sequence appears once, with its shortest
+program by bits under the uniform prior (ties broken by program text). Columns: `id`, `program` (official DSL text),
+`sequence` (bytes 0..255), `bits`, `num_lines` (output line included), `length`.
+
+Rebuild it exactly with:
+
+```
+{manifest["command"]}
+```
+
+## Statistics
+
+| | value |
+|---|---|
+| pairs | {stats["num_pairs"]} |
+| sequence bytes | {stats["total_bytes"]} |
+| sequence length mean / median / std | {length.get("mean")} / {length.get("median")} / {length.get("std")} |
+| lines per program mean / median | {lines.get("mean")} / {lines.get("median")} |
+| bits mean | {stats["bits"].get("mean")} |
+| candidates sampled | {manifest["candidates"]} |
+| duplicates dropped | {manifest["duplicates"]} |
+| excluded sequences dropped | {manifest["excluded"]} |
+
+Share of programs using each function:
+
+| function | share |
+|---|---|
+{share_rows}
+
+## Generation settings
+
+```json
+{json.dumps(manifest["settings"], indent=2, sort_keys=True)}
+```
+"""
+
+
+def write_dataset(directory: Path, table: pa.Table, manifest: dict[str, Any], name: str) -> None:
+    """Parquet shards under data/, the README card, and the manifest last (its presence marks a finished corpus)."""
+    data_dir = directory / DATA_DIR
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for stale in data_dir.glob("*.parquet"):
+        stale.unlink()
+    num_shards = max(1, -(-len(table) // ROWS_PER_SHARD))
+    for shard in range(num_shards):
+        part = table.slice(shard * ROWS_PER_SHARD, ROWS_PER_SHARD).combine_chunks()
+        path = data_dir / f"train-{shard:05d}-of-{num_shards:05d}.parquet"
+        pq.write_table(part, path, compression="zstd", row_group_size=50_000, write_statistics=False)
+    (directory / "README.md").write_text(_card(name, manifest))
+    tmp = directory / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, directory / MANIFEST)
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    path = directory / MANIFEST
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _sequences_from(path: Path) -> list[list[int]]:
+    if path.is_dir():
+        files = sorted(path.rglob("*.parquet")) or sorted(path.glob("*.jsonl")) + sorted(path.glob("*.csv"))
+        if not files:
+            raise FileNotFoundError(f"--exclude {path}: no .parquet, .jsonl or .csv files inside")
+        return [seq for file in files for seq in _sequences_from(file)]
+    if path.suffix == ".parquet":
+        return pq.read_table(path, columns=["sequence"]).column("sequence").to_pylist()
+    if path.suffix == ".jsonl":
+        with path.open() as f:
+            return [json.loads(line)["sequence"] for line in f if line.strip()]
+    if path.suffix == ".csv":  # the official release's format: sequence as a Python list literal
+        with path.open(newline="") as f:
+            return [ast.literal_eval(row["sequence"]) for row in csv.DictReader(f)]
+    raise ValueError(f"--exclude {path}: expected a dataset directory or a .parquet / .jsonl / .csv file")
+
+
+def read_exclusions(paths: list[Path]) -> np.ndarray:
+    """Digests (n, 2) uint64 of every sequence in `paths` (dataset dirs or .parquet / .jsonl / .csv files)."""
+    digests = bytearray()
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"--exclude {path}: no such file or directory")
+        for seq in _sequences_from(path):
+            if any(not 0 <= v <= 255 for v in seq):
+                continue  # not a byte sequence: the generator never makes it
+            digests += sequence_digest(bytes(seq))
+    return np.frombuffer(bytes(digests), dtype=np.uint64).reshape(-1, 2)

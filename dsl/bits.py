@@ -73,7 +73,7 @@ def program_bits(
         elif func in ("filter", "reverse_list", "scan_add"):
             bits += r
         else:
-            raise ValueError(f"line {line.lineno or i + 1}: no code length for function {func!r}")
+            raise ValueError(f"line {program.lineno(i)}: no code length for function {func!r}")
     bits += func_bits  # the output line
     return bits
 

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -58,6 +59,12 @@ def sequence_digest(values: bytes) -> bytes:
     return hashlib.blake2b(values, digest_size=16).digest()
 
 
+def digest_keys(digests: pa.FixedSizeBinaryArray) -> np.ndarray:
+    """(n, 2) uint64 view of an array of 16-byte digests."""
+    raw = np.frombuffer(digests.buffers()[1], dtype=np.uint8, count=16 * len(digests), offset=16 * digests.offset)
+    return raw.view(np.uint64).reshape(-1, 2)
+
+
 @dataclass(frozen=True)
 class BlockSpec:
     """Everything that determines a block's content, plus where it lives."""
@@ -87,9 +94,11 @@ def build_block(spec: BlockSpec, block: int) -> pa.Table:
     num_lines: list[int] = []
     digests: list[bytes] = []
     masks: list[int] = []
+    rng = random.Random()
     start = block * spec.block_size
     for index in range(start, start + spec.block_size):
-        program, values = sample_program(random.Random(item_seed(spec.stream, spec.seed, index)), spec.config)
+        rng.seed(item_seed(spec.stream, spec.seed, index))
+        program, values = sample_program(rng, spec.config)
         data = bytes(values)  # raises if a value left 0..255: the sampler guarantees it does not
         programs.append(render_program(program))
         flat += data

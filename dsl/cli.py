@@ -13,8 +13,6 @@ from typing import Any
 
 import yaml
 
-from kt_train.cli import fail
-
 from dsl.bits import program_bits
 from dsl.corpus import CorpusError, CorpusRequest, generate_corpus, merge_corpus
 from dsl.dataset_io import read_exclusions
@@ -23,6 +21,7 @@ from dsl.parser import parse_program
 from dsl.program import DSLError, render_program, render_python
 from dsl.sampler import SamplerConfig, sample_program
 from dsl.selection import Target
+from kt_train.cli import fail
 
 HANDLED = (DSLError, CorpusError, FileNotFoundError, IsADirectoryError, ValueError, yaml.YAMLError)
 
@@ -49,8 +48,10 @@ def _print_summary(manifest: dict[str, Any], output: Path) -> None:
     length, lines = stats["sequence_length"], stats["num_lines"]
     top = sorted(stats["function_share"].items(), key=lambda kv: -kv[1])[:6]
     print(f"wrote {stats['num_pairs']} pairs ({stats['total_bytes']} sequence bytes) to {output}")
-    print(f"  candidates sampled {manifest['candidates']}, duplicates dropped {manifest['duplicates']}, "
-          f"excluded {manifest['excluded']}")
+    print(
+        f"  candidates sampled {manifest['candidates']}, duplicates dropped {manifest['duplicates']}, "
+        f"excluded {manifest['excluded']}"
+    )
     print(f"  sequence length mean {length['mean']} median {length['median']} std {length['std']}")
     print(f"  lines per program mean {lines['mean']} median {lines['median']}; bits mean {stats['bits']['mean']}")
     print("  most used functions: " + ", ".join(f"{name} {share:.1%}" for name, share in top))
@@ -73,8 +74,10 @@ def _corpus(args: argparse.Namespace, target: Target, stream: str, command: str)
     )
     manifest = generate_corpus(request)
     if manifest is None:
-        print(f"built shard {args.shard_index} of {args.num_shards} in {args.output}/.blocks; "
-              f"gather all shards with: kt dsl merge --output DIR SHARD_DIR...")
+        print(
+            f"built shard {args.shard_index} of {args.num_shards} in {args.output}/.blocks; "
+            f"gather all shards with: kt dsl merge --output DIR SHARD_DIR..."
+        )
     else:
         _print_summary(manifest, request.output)
     return 0
@@ -118,7 +121,7 @@ def _render(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     config = _sampler_config(args.sampler_config)
     for index in range(args.num):
-        program, values = sample_program(random.Random(f"{args.seed}:{index}"), config)
+        program, _ = sample_program(random.Random(f"{args.seed}:{index}"), config)
         lines = run_lines(program) if args.values else None
         print(render_program(program, lines), end="\n\n" if index + 1 < args.num else "\n")
     return 0
@@ -137,9 +140,16 @@ def _guarded(handler: Any) -> Any:
 def _corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=42, help="Seed of the candidate stream (default 42).")
     parser.add_argument("--output", required=True, help="Dataset directory to write.")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Worker processes (default: all cores).")
-    parser.add_argument("--exclude", action="append", default=[], metavar="PATH",
-                        help="Dataset dir or .parquet/.jsonl/.csv whose sequences must not appear (repeatable).")
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="Worker processes (default: all cores)."
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="Dataset dir or .parquet/.jsonl/.csv whose sequences must not appear (repeatable).",
+    )
     parser.add_argument("--sampler-config", metavar="YAML", help="Sampler settings overriding the official defaults.")
     parser.add_argument("--num-shards", type=int, default=1, help="Split block building over this many machines.")
     parser.add_argument("--shard-index", type=int, default=0, help="This machine's shard (0-based).")

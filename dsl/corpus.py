@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
-from dsl.blocks import BlockSpec, block_path, read_block, write_block
+from dsl.blocks import BlockSpec, block_path, digest_keys, read_block, write_block
 from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_manifest, write_dataset
 from dsl.sampler import DEFAULT_CONFIG, SamplerConfig
 from dsl.selection import Selection, Target, select
@@ -31,7 +31,7 @@ BLOCKS_DIR = ".blocks"
 PLAN = "plan.json"
 EXCLUDE = "exclude.npy"
 MEAN_LENGTH_GUESS = 70  # bytes per candidate sequence, to size the first round of blocks in bytes mode
-FIRST_ROUND_MARGIN = 1.06  # candidates per wanted pair in the first round (about 3% are duplicates)
+FIRST_ROUND_MARGIN = 1.12  # candidates per wanted pair in the first round (9% are duplicates at 1M pairs)
 
 
 class CorpusError(RuntimeError):
@@ -115,19 +115,43 @@ def _build_blocks(request: CorpusRequest, blocks: list[int], total: int) -> None
                 bar.update(size)
 
 
-def _load(directory: Path, num_blocks: int) -> pa.Table:
-    return pa.concat_tables([read_block(directory, b) for b in range(num_blocks)])
+class Candidates:
+    """The first `num_blocks` blocks, memory-mapped; gathers rows block by block (never the whole table at once)."""
 
+    def __init__(self, directory: Path, num_blocks: int, block_size: int) -> None:
+        self.blocks = [read_block(directory, b) for b in range(num_blocks)]
+        self.block_size = block_size
+        self.keys = np.concatenate([digest_keys(t.column("digest").combine_chunks()) for t in self.blocks])
+        self.bits = np.concatenate([t.column("bits").to_numpy() for t in self.blocks])
+        self.lengths = np.concatenate(
+            [pc.list_value_length(t.column("sequence")).to_numpy() for t in self.blocks]
+        ).astype(np.int64)
 
-def _select(request: CorpusRequest, candidates: pa.Table) -> Selection:
-    return select(
-        candidates.column("digest"),
-        candidates.column("bits").to_numpy(),
-        pc.list_value_length(candidates.column("sequence")).to_numpy(),
-        candidates.column("program"),
-        request.target,
-        request.exclude,
-    )
+    def __len__(self) -> int:
+        return len(self.bits)
+
+    def take(self, indices: np.ndarray, columns: list[str]) -> pa.Table:
+        """Rows `indices` (any order) of `columns`, in that order."""
+        block_of = indices // self.block_size
+        order = np.argsort(block_of, kind="stable")
+        bounds = np.flatnonzero(np.diff(block_of[order])) + 1
+        parts = [
+            self.blocks[int(block_of[chunk[0]])].select(columns).take(pa.array(indices[chunk] % self.block_size))
+            for chunk in np.split(order, bounds)
+            if len(chunk)
+        ]
+        gathered = pa.concat_tables(parts).combine_chunks()
+        return gathered.take(pa.array(np.argsort(order, kind="stable")))
+
+    def texts(self, indices: np.ndarray) -> list[str]:
+        return self.take(indices, ["program"]).column("program").to_pylist()
+
+    def select(self, target: Target, exclude: np.ndarray) -> Selection:
+        excluded = None
+        if len(exclude):
+            as_void = np.ascontiguousarray(self.keys).view("V16").ravel()
+            excluded = np.isin(as_void, np.ascontiguousarray(exclude).view("V16").ravel())
+        return select(self.keys, self.bits, self.lengths, self.texts, target, excluded)
 
 
 def _write_plan(request: CorpusRequest) -> None:
@@ -162,8 +186,8 @@ def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
         return None
     while True:
         _build_blocks(request, list(range(num_blocks)), num_blocks)
-        candidates = _load(directory, num_blocks)
-        selection = _select(request, candidates)
+        candidates = Candidates(directory, num_blocks, int(request.block_size or 1))
+        selection = candidates.select(request.target, request.exclude)
         if selection.rows is not None:
             break
         size = int(request.block_size or 1)
@@ -181,33 +205,36 @@ def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
     return manifest
 
 
-def _finish(request: CorpusRequest, candidates: pa.Table, selection: Selection, settings: dict) -> dict[str, Any]:
-    assert selection.rows is not None
-    rows = pa.array(selection.rows)
-    chosen = candidates.take(rows)
+def _finish(request: CorpusRequest, candidates: Candidates, selection: Selection, settings: dict) -> dict[str, Any]:
+    rows = selection.rows
+    assert rows is not None
     prefix = "kt-dsl" if request.stream == "train" else f"kt-dsl-{request.stream}"
-    ids = pa.array([f"{prefix}-{request.seed}-{int(i)}" for i in selection.rows], pa.string())
-    table = pa.Table.from_arrays(
-        [
-            ids,
-            chosen.column("program"),
-            chosen.column("sequence"),
-            chosen.column("bits"),
-            chosen.column("num_lines"),
-            pc.list_value_length(chosen.column("sequence")).cast(pa.int32()),
-        ],
-        schema=CORPUS_SCHEMA,
-    )
+    columns = ["program", "sequence", "bits", "num_lines"]
+
+    def shard(start: int, stop: int) -> pa.Table:
+        chosen = candidates.take(rows[start:stop], columns)
+        ids = pc.binary_join_element_wise(
+            f"{prefix}-{request.seed}-", pa.array(rows[start:stop]).cast(pa.string()), ""
+        )
+        length = pc.list_value_length(chosen.column("sequence")).cast(pa.int32())
+        return pa.Table.from_arrays([ids, *chosen.columns, length], schema=CORPUS_SCHEMA)
+
+    masks = candidates.take(rows, ["functions"]).column("functions").to_numpy()
     manifest = {
         "settings": settings,
         "command": request.command,
         "candidates": selection.candidates,
-        "duplicates": selection.candidates - selection.excluded - len(table),
+        "duplicates": selection.candidates - selection.excluded - len(rows),
         "excluded": selection.excluded,
-        "stats": corpus_stats(table, chosen.column("functions").to_numpy()),
+        "stats": corpus_stats(
+            candidates.lengths[rows],
+            candidates.take(rows, ["num_lines"]).column("num_lines").to_numpy(),
+            candidates.bits[rows],
+            masks,
+        ),
     }
     name = "KT DSL evaluation set" if request.stream == "eval" else "KT DSL training pairs"
-    write_dataset(request.output, table, manifest, name)
+    write_dataset(request.output, len(rows), shard, manifest, name, threads=min(request.workers, 4))
     return manifest
 
 

@@ -6,6 +6,8 @@ import ast
 import csv
 import json
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from dsl.functions import FUNCTION_NAMES
 DATA_DIR = "data"
 MANIFEST = "generation.json"
 ROWS_PER_SHARD = 250_000
+ROWS_PER_GROUP = 50_000
 
 CORPUS_SCHEMA = pa.schema(
     [
@@ -31,12 +34,12 @@ CORPUS_SCHEMA = pa.schema(
     ]
 )
 
-def corpus_stats(table: pa.Table, function_masks: np.ndarray) -> dict[str, Any]:
+
+def corpus_stats(
+    lengths: np.ndarray, lines: np.ndarray, bits: np.ndarray, function_masks: np.ndarray
+) -> dict[str, Any]:
     """Sequence lengths, lines per program, bits and function frequencies (share of programs using each)."""
-    lengths = table.column("length").to_numpy()
-    lines = table.column("num_lines").to_numpy()
-    bits = table.column("bits").to_numpy()
-    n = max(len(table), 1)
+    n = max(len(lengths), 1)
     uses = {name: int(((function_masks >> k) & 1).sum()) for k, name in enumerate(FUNCTION_NAMES)}
 
     def summary(values: np.ndarray) -> dict[str, float]:
@@ -51,7 +54,7 @@ def corpus_stats(table: pa.Table, function_masks: np.ndarray) -> dict[str, Any]:
         }
 
     return {
-        "num_pairs": len(table),
+        "num_pairs": len(lengths),
         "total_bytes": int(lengths.sum()),
         "sequence_length": summary(lengths),
         "num_lines": summary(lines),
@@ -132,17 +135,33 @@ Share of programs using each function:
 """
 
 
-def write_dataset(directory: Path, table: pa.Table, manifest: dict[str, Any], name: str) -> None:
-    """Parquet shards under data/, the README card, and the manifest last (its presence marks a finished corpus)."""
+def write_dataset(
+    directory: Path,
+    num_rows: int,
+    rows: Callable[[int, int], pa.Table],
+    manifest: dict[str, Any],
+    name: str,
+    threads: int = 1,
+) -> None:
+    """Parquet shards of `rows(start, stop)` under data/, the README card, then the manifest (marks a finished corpus).
+
+    Shards are built and written on `threads` threads (pyarrow releases the GIL); output bytes do not depend on it.
+    """
     data_dir = directory / DATA_DIR
     data_dir.mkdir(parents=True, exist_ok=True)
     for stale in data_dir.glob("*.parquet"):
         stale.unlink()
-    num_shards = max(1, -(-len(table) // ROWS_PER_SHARD))
-    for shard in range(num_shards):
-        part = table.slice(shard * ROWS_PER_SHARD, ROWS_PER_SHARD).combine_chunks()
+    num_shards = max(1, -(-num_rows // ROWS_PER_SHARD))
+
+    def write(shard: int) -> None:
+        start, stop = shard * ROWS_PER_SHARD, min((shard + 1) * ROWS_PER_SHARD, num_rows)
         path = data_dir / f"train-{shard:05d}-of-{num_shards:05d}.parquet"
-        pq.write_table(part, path, compression="zstd", row_group_size=50_000, write_statistics=False)
+        with pq.ParquetWriter(path, CORPUS_SCHEMA, compression="zstd", write_statistics=False) as writer:
+            for group in range(start, stop, ROWS_PER_GROUP):  # one row group in memory at a time
+                writer.write_table(rows(group, min(group + ROWS_PER_GROUP, stop)), row_group_size=ROWS_PER_GROUP)
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        list(pool.map(write, range(num_shards)))
     (directory / "README.md").write_text(_card(name, manifest))
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from enum import Enum
+from enum import StrEnum
 
 Values = list[int]
 
 
-class ArgKind(str, Enum):
+class ArgKind(StrEnum):
     """What a function argument must be in program text."""
 
     INT = "int"  # an integer literal

@@ -9,21 +9,21 @@ from dsl.program import DSLError, Line, Program
 DEFAULT_MAX_LENGTH = 1_000_000  # elements per sequence; guards against memory bombs such as repeat_list(10**9, s)
 
 
-def _result_length(line: Line, env: dict[str, list[int]]) -> int:
+def _result_length(line: Line, env: dict[str, list[int]], lineno: int) -> int:
     """Length of the line's result, computed before building it."""
     func, args = line.func, line.args
     if func == "range_func_up":
         return len(range(args[0], args[1] + 1))  # type: ignore[arg-type,operator]
     if func == "range_func_interval":
         if args[2] == 0:
-            raise DSLError("range_func_interval: interval must not be zero", line.lineno)
+            raise DSLError("range_func_interval: interval must not be zero", lineno)
         return len(range(args[0], args[1], args[2]))  # type: ignore[arg-type]
     if func == "repeat_num":
         return max(args[0], 0)  # type: ignore[type-var]
     if func == "repeat_list":
         return max(args[0], 0) * len(env[args[1]])  # type: ignore[type-var,index,operator]
     if func == "get_subsequence_with_jumps" and args[1] == 0:
-        raise DSLError("get_subsequence_with_jumps: jump must not be zero", line.lineno)
+        raise DSLError("get_subsequence_with_jumps: jump must not be zero", lineno)
     return sum(len(env[a]) for a in args if isinstance(a, str) and a in env)
 
 
@@ -32,7 +32,7 @@ def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[li
     env: dict[str, list[int]] = {}
     values: list[list[int]] = []
     for index, line in enumerate(program.lines):
-        lineno = line.lineno or index + 1
+        lineno = program.lineno(index)
         entry = FUNCTIONS.get(line.func)
         if entry is None:
             raise DSLError(f"unknown function {line.func!r}", lineno)
@@ -40,7 +40,7 @@ def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[li
         if len(line.args) != len(kinds):
             raise DSLError(f"{line.func} takes {len(kinds)} argument(s), got {len(line.args)}", lineno)
         try:
-            size = _result_length(line, env)
+            size = _result_length(line, env, lineno)
             if size > max_length:
                 raise DSLError(f"{line.func} would build {size} elements (limit {max_length})", lineno)
             call_args = [
@@ -57,7 +57,7 @@ def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[li
         env[line.target] = result
         values.append(result)
     if program.output not in env:
-        raise DSLError(f"output: {program.output!r} is not defined", program.output_lineno or len(program.lines) + 1)
+        raise DSLError(f"output: {program.output!r} is not defined", program.lineno(len(program.lines)))
     values.append(env[program.output])
     return values
 

@@ -70,8 +70,8 @@ def _parse_args(text: str, lineno: int) -> tuple[Arg, ...]:
     return tuple(args)
 
 
-def _check_line(line: Line, defined: set[str]) -> None:
-    func, args, lineno = line.func, line.args, line.lineno
+def _check_line(line: Line, defined: set[str], lineno: int) -> None:
+    func, args = line.func, line.args
     if func not in FUNCTIONS:
         hint = " (a predicate; use filter(pred, seq))" if func in PREDICATES else ""
         raise DSLError(f"unknown function {func!r}{hint}", lineno)
@@ -100,8 +100,9 @@ def parse_program(text: str) -> Program:
     if not isinstance(text, str):
         raise DSLError(f"program must be text, got {type(text).__name__}")
     lines: list[Line] = []
+    linenos: list[int] = []
     defined: set[str] = set()
-    output: tuple[str, int] | None = None
+    output: str | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         code = _strip_comment(raw)
         if not code.strip():
@@ -112,15 +113,17 @@ def parse_program(text: str) -> Program:
         if m:
             if m.group(1) not in defined:
                 raise DSLError(f"output: {m.group(1)!r} is not defined on an earlier line", lineno)
-            output = (m.group(1), lineno)
+            output = m.group(1)
+            linenos.append(lineno)
             continue
         m = _ASSIGN.fullmatch(code)
         if m is None:
             raise DSLError(f"expected 'name = function(args)' or 'output = name', got {code.strip()[:60]!r}", lineno)
-        line = Line(m.group(1), m.group(2), _parse_args(m.group(3), lineno), lineno)
-        _check_line(line, defined)
+        line = Line(m.group(1), m.group(2), _parse_args(m.group(3), lineno))
+        _check_line(line, defined, lineno)
         lines.append(line)
+        linenos.append(lineno)
         defined.add(line.target)
     if output is None:
         raise DSLError("program has no 'output = <sequence>' line")
-    return Program(tuple(lines), output[0], output[1])
+    return Program(tuple(lines), output, tuple(linenos))

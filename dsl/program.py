@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # An argument is an integer literal, a list literal of integers, or a name (a sequence or a predicate).
 Arg = int | tuple[int, ...] | str
@@ -16,14 +17,12 @@ class DSLError(ValueError):
         super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """One assignment `target = func(args)`."""
 
     target: str
     func: str
     args: tuple[Arg, ...]
-    lineno: int = field(default=0, compare=False, repr=False)  # 1-based line in the source text, 0 if built in code
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,28 +31,33 @@ class Program:
 
     lines: tuple[Line, ...]
     output: str
-    output_lineno: int = field(default=0, compare=False, repr=False)
+    # 1-based source line of each assignment, then of the output line; empty for programs built in code
+    linenos: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def num_lines(self) -> int:
         """Lines of program text, the output line included."""
         return len(self.lines) + 1
 
+    def lineno(self, index: int) -> int:
+        """Source line of assignment `index` (`len(lines)`: the output line), for error messages."""
+        return self.linenos[index] if self.linenos else index + 1
+
 
 def _render_arg(arg: Arg) -> str:
-    if isinstance(arg, tuple):
-        return "[" + ", ".join(map(str, arg)) + "]"
-    return str(arg)
+    if arg.__class__ is tuple:
+        return "[" + ", ".join(map(str, arg)) + "]"  # type: ignore[arg-type]
+    return arg if arg.__class__ is str else str(arg)  # type: ignore[return-value]
 
 
 def render_line(line: Line) -> str:
-    return f"{line.target} = {line.func}({', '.join(map(_render_arg, line.args))})"
+    return line.target + " = " + line.func + "(" + ", ".join(map(_render_arg, line.args)) + ")"
 
 
 def render_program(program: Program, values: list[list[int]] | None = None) -> str:
     """Official textual syntax. With `values` (one list per line, the output's last) every line gets `# [values]`."""
     texts = [render_line(line) for line in program.lines]
-    texts.append(f"output = {program.output}")
+    texts.append("output = " + program.output)
     if values is not None:
         if len(values) != len(texts):
             raise ValueError(f"values: expected {len(texts)} lists (one per line), got {len(values)}")
@@ -61,16 +65,20 @@ def render_program(program: Program, values: list[list[int]] | None = None) -> s
     return "\n".join(texts)
 
 
-# Python definitions equivalent to dsl.functions, importing nothing (max_n / min_n: heapq.nlargest(n, s) is documented as
-# sorted(s, reverse=True)[:n]).
+# Python definitions equivalent to dsl.functions, importing nothing (max_n / min_n: heapq.nlargest(n, s) is
+# documented as sorted(s, reverse=True)[:n]).
 _PYTHON_DEFS: dict[str, str] = {
     "range_func_up": "def range_func_up(start, end):\n    return list(range(start, end + 1))",
-    "range_func_interval": "def range_func_interval(start, end, interval):\n    return list(range(start, end, interval))",
+    "range_func_interval": (
+        "def range_func_interval(start, end, interval):\n    return list(range(start, end, interval))"
+    ),
     "repeat_num": "def repeat_num(num, value):\n    return [value] * num",
     "set_list": "def set_list(values):\n    return list(values)",
     "repeat_list": "def repeat_list(num, seq):\n    return seq * num",
     "reverse_list": "def reverse_list(seq):\n    return seq[::-1]",
-    "substitute": "def substitute(seq, pattern, replacement):\n    return [replacement if x == pattern else x for x in seq]",
+    "substitute": (
+        "def substitute(seq, pattern, replacement):\n    return [replacement if x == pattern else x for x in seq]"
+    ),
     "get_subsequence_with_jumps": "def get_subsequence_with_jumps(seq, jump):\n    return seq[::jump]",
     "get_subsequence_between_indices": (
         "def get_subsequence_between_indices(seq, start, end):\n    return seq[start:end]"
@@ -81,8 +89,8 @@ _PYTHON_DEFS: dict[str, str] = {
     "subtract_item_list": "def subtract_item_list(seq, constant):\n    return [x - constant for x in seq]",
     "modulo_item_list": "def modulo_item_list(seq, constant):\n    return [x % constant for x in seq]",
     "scan_add": (
-        "def scan_add(seq):\n    out, total = [], 0\n    for x in seq:\n        total += x\n        out.append(total)\n"
-        "    return out"
+        "def scan_add(seq):\n    out, total = [], 0\n    for x in seq:\n        total += x\n"
+        "        out.append(total)\n    return out"
     ),
     "filter": "def filter(predicate, seq):\n    return [x for x in seq if predicate(x)]",
     "is_even": "def is_even(x):\n    return x % 2 == 0",

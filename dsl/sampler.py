@@ -22,22 +22,18 @@ from dsl.functions import (
     PREDICATES,
     add_item_list,
     add_two_lists,
-    get_subsequence_between_indices,
-    get_subsequence_with_jumps,
+    filter_list,
     interleave,
     max_n,
     min_n,
     modulo_item_list,
     modulo_two_lists,
-    range_func_interval,
     scan_add,
     substitute,
     subtract_item_list,
     subtract_two_lists,
 )
 from dsl.program import Line, Program
-
-INITIATORS = ("range_func_up", "range_func_interval", "repeat_num", "set_list")
 
 
 def _help(text: str) -> dict[str, str]:
@@ -88,7 +84,9 @@ class SamplerConfig:
         if not 0 <= self.min_value < self.max_value <= 255:
             raise ValueError(f"need 0 <= min_value < max_value <= 255, got {self.min_value}, {self.max_value}")
         if not 1 <= self.min_length <= self.max_length <= self.max_value - self.min_value:
-            raise ValueError(f"need 1 <= min_length <= max_length <= value range, got {self.min_length}..{self.max_length}")
+            raise ValueError(
+                f"need 1 <= min_length <= max_length <= value range, got {self.min_length}..{self.max_length}"
+            )
         if self.max_initiators < 1:
             raise ValueError(f"max_initiators must be >= 1, got {self.max_initiators}")
         for low, high in (("interval_min", "interval_max"), ("repeat_min", "repeat_max"), ("jump_min", "jump_max")):
@@ -104,43 +102,48 @@ class SamplerConfig:
 DEFAULT_CONFIG = SamplerConfig()
 
 
+_NAMES = tuple(f"sequence_{k}" for k in range(1, 4097))  # name of sequence index k is _NAMES[k]
+
+
+def _name(index: int) -> str:
+    return _NAMES[index] if index < len(_NAMES) else f"sequence_{index + 1}"
+
+
 def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -> tuple[Program, list[int]]:
     """One program and the sequence it outputs (values in min_value..max_value)."""
     uniform = rng.random
-
-    def randint(low: int, high: int) -> int:
-        return low + int(uniform() * (high - low + 1))
-
     lo, hi = config.min_value, config.max_value
+    span = hi - lo + 1
+    byte_values = lo == 0 and hi == 255
     seqs: list[list[int]] = []  # values of sequence_{k+1}
     tags: list[str] = []  # "set_list" / "repeat" / "" per sequence, as the official full names
     lines: list[Line] = []
 
     def add(func: str, args: tuple, values: list[int], tag: str = "") -> None:
-        lines.append(Line(f"sequence_{len(seqs) + 1}", func, args))
+        lines.append(Line(_name(len(seqs)), func, args))
         seqs.append(values)
         tags.append(tag)
 
-    def name(index: int) -> str:
-        return f"sequence_{index + 1}"
-
     # --- initiators
-    for _ in range(randint(1, config.max_initiators)):
-        length = randint(config.min_length, config.max_length)
-        start = randint(lo, hi - length)
-        choice = INITIATORS[int(uniform() * 4)]
-        if choice == "range_func_interval":
-            interval = randint(config.interval_min, config.interval_max)
+    for _ in range(1 + int(uniform() * config.max_initiators)):
+        length = config.min_length + int(uniform() * (config.max_length - config.min_length + 1))
+        start = lo + int(uniform() * (span - length))
+        choice = int(uniform() * 4)
+        if choice == 1:  # range_func_interval
+            interval = config.interval_min + int(uniform() * (config.interval_max - config.interval_min + 1))
             end = min(start + (length - 1) * interval, hi) + 1
-            add(choice, (start, end, interval), range_func_interval(start, end, interval))
-        elif choice == "repeat_num":
-            value = randint(lo, hi)
-            add(choice, (length, value), [value] * length, "repeat")
-        elif choice == "set_list":
-            values = [randint(lo, hi) for _ in range(length)]
-            add(choice, (tuple(values),), values, "set_list")
-        else:
-            add(choice, (start, start + length - 1), list(range(start, start + length)))
+            add("range_func_interval", (start, end, interval), list(range(start, end, interval)))
+        elif choice == 2:  # repeat_num
+            value = lo + int(uniform() * span)
+            add("repeat_num", (length, value), [value] * length, "repeat")
+        elif choice == 3:  # set_list
+            if byte_values:
+                values = list(rng.getrandbits(8 * length).to_bytes(length, "little"))
+            else:
+                values = [lo + int(uniform() * span) for _ in range(length)]
+            add("set_list", (tuple(values),), values, "set_list")
+        else:  # range_func_up
+            add("range_func_up", (start, start + length - 1), list(range(start, start + length)))
 
     # --- list modifiers (loops see the sequences they append)
     reversed_indices: set[int] = set()
@@ -149,7 +152,7 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
         index = 0
         while index < len(seqs):
             if uniform() < config.reverse_prob and index not in reversed_indices and tags[index] != "repeat":
-                add("reverse_list", (name(index),), seqs[index][::-1])
+                add("reverse_list", (_name(index),), seqs[index][::-1])
                 reversed_indices.add(index)
                 reversed_indices.add(len(seqs) - 1)
             index += 1
@@ -157,20 +160,16 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
         while index < len(seqs):
             seq = seqs[index]
             if uniform() < config.repeat_list_prob:
-                times = randint(config.repeat_min, config.repeat_max)
-                add("repeat_list", (times, name(index)), seq * times)
+                times = config.repeat_min + int(uniform() * (config.repeat_max - config.repeat_min + 1))
+                add("repeat_list", (times, _name(index)), seq * times)
             if index not in reversed_indices and index not in excluded:
                 if uniform() < config.subsequence_prob:
-                    jump = randint(config.jump_min, config.jump_max)
-                    add("get_subsequence_with_jumps", (name(index), jump), get_subsequence_with_jumps(seq, jump))
+                    jump = config.jump_min + int(uniform() * (config.jump_max - config.jump_min + 1))
+                    add("get_subsequence_with_jumps", (_name(index), jump), seq[::jump])
                 if uniform() < config.subsequence_prob and len(seq) > 1:
-                    start = randint(0, len(seq) - 2)
-                    end = randint(start + 2, len(seq))
-                    add(
-                        "get_subsequence_between_indices",
-                        (name(index), start, end),
-                        get_subsequence_between_indices(seq, start, end),
-                    )
+                    first = int(uniform() * (len(seq) - 1))
+                    last = first + 2 + int(uniform() * (len(seq) - first - 1))
+                    add("get_subsequence_between_indices", (_name(index), first, last), seq[first:last])
             index += 1
         index = 0
         while index < len(seqs):
@@ -178,9 +177,9 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
                 seq = seqs[index]
                 patterns = sorted(set(seq))
                 pattern = patterns[int(uniform() * len(patterns))]
-                replacement = randint(lo, hi)
+                replacement = lo + int(uniform() * span)
                 if pattern != replacement:
-                    add("substitute", (name(index), pattern, replacement), substitute(seq, pattern, replacement))
+                    add("substitute", (_name(index), pattern, replacement), substitute(seq, pattern, replacement))
                     if uniform() < config.exclude_substitution_prob:
                         excluded.add(index)
             index += 1
@@ -194,27 +193,27 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
                 use_max = uniform() < 0.5
                 n_high = len(seq) - config.min_max_n_margin
                 if n_high >= config.min_max_n_min:
-                    n = randint(config.min_max_n_min, n_high)
+                    n = config.min_max_n_min + int(uniform() * (n_high - config.min_max_n_min + 1))
                     if use_max:
-                        add("max_n", (name(index), n), max_n(seq, n))
+                        add("max_n", (_name(index), n), max_n(seq, n))
                     else:
-                        add("min_n", (name(index), n), min_n(seq, n))
+                        add("min_n", (_name(index), n), min_n(seq, n))
             elif operation_rand < config.add_subtract_prob:
                 if uniform() < 0.5:
                     room = hi - max(seq)
                     if room > 1:
-                        constant = randint(1, room)
-                        add("add_item_list", (name(index), constant), add_item_list(seq, constant))
+                        constant = 1 + int(uniform() * room)
+                        add("add_item_list", (_name(index), constant), add_item_list(seq, constant))
                 else:
                     room = min(seq) - lo
                     if room > 1:
-                        constant = randint(1, room)
-                        add("subtract_item_list", (name(index), constant), subtract_item_list(seq, constant))
+                        constant = 1 + int(uniform() * room)
+                        add("subtract_item_list", (_name(index), constant), subtract_item_list(seq, constant))
             elif operation_rand < config.add_subtract_prob + config.modulo_prob:
                 third_largest = max_n(seq, 3)[-1]
                 if third_largest > 2:
-                    constant = randint(2, third_largest)
-                    add("modulo_item_list", (name(index), constant), modulo_item_list(seq, constant))
+                    constant = 2 + int(uniform() * (third_largest - 1))
+                    add("modulo_item_list", (_name(index), constant), modulo_item_list(seq, constant))
 
     # --- scan_add (the loop sees what it appends)
     index = 0
@@ -224,72 +223,66 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
             if len(set(seq)) > 2:
                 scanned = scan_add(seq)
                 if max(scanned) <= hi:
-                    add("scan_add", (name(index),), scanned)
+                    add("scan_add", (_name(index),), scanned)
         index += 1
 
     # --- filter on the last sequence
     if uniform() < config.filter_update_prob:
         last = len(seqs) - 1
         predicate = ("is_even", "is_odd", "is_not_zero")[int(uniform() * 3)]
-        test = PREDICATES[predicate]
-        filtered = [x for x in seqs[last] if test(x)]
+        filtered = filter_list(PREDICATES[predicate], seqs[last])
         if filtered != seqs[last] and len(filtered) > 2 and uniform() < config.filter_sequences_prob:
-            add("filter", (predicate, name(last)), filtered)
+            add("filter", (predicate, _name(last)), filtered)
 
     # --- pointwise mergers of equal-length pairs
     if uniform() < config.two_list_update_prob:
         count = len(seqs)
+        sub_add, modulo = config.two_list_sub_add_prob, config.two_list_modulo_prob + config.two_list_sub_add_prob
         for i in range(count):
             for j in range(i + 1, count):
                 operation_rand = uniform()
-                if operation_rand < config.two_list_sub_add_prob:
+                if operation_rand < sub_add:
                     func = "add_two_lists" if uniform() < 0.5 else "subtract_two_lists"
-                elif operation_rand < config.two_list_modulo_prob + config.two_list_sub_add_prob:
+                elif operation_rand < modulo:
                     func = "modulo_two_lists"
                 else:
                     continue
                 a, b = seqs[i], seqs[j]
                 if len(a) != len(b):
                     continue
-                merged = (
-                    add_two_lists(a, b)
-                    if func == "add_two_lists"
-                    else subtract_two_lists(a, b)
-                    if func == "subtract_two_lists"
-                    else modulo_two_lists(a, b)
-                )
+                merged = _POINTWISE[func](a, b)
                 if merged and lo <= min(merged) and max(merged) <= hi and len(set(merged)) > 2:
-                    add(func, (name(i), name(j)), merged)
+                    add(func, (_name(i), _name(j)), merged)
 
     # --- merge everything into the output: each non-excluded sequence once, then reuse
+    # (the official code interleaves the concatenate/interleave draws with the reuse draws; all are independent, so
+    # drawing the merge order first leaves the distribution unchanged)
+    order = [i for i in range(len(seqs)) if i not in excluded]
     usage = [0] * len(seqs)
-    output: list[int] | None = None
-    output_name = ""
-    merges: list[Line] = []
-    next_number = len(seqs) + 1
-
-    def merge(index: int) -> None:
-        nonlocal output, output_name, next_number
-        usage[index] += 1
-        if output is None:
-            output, output_name = seqs[index], name(index)
-            return
+    for i in order:
+        usage[i] = 1
+    for _ in range(len(usage)):
+        if uniform() < config.reuse_prob:
+            candidates = [i for i, used in enumerate(usage) if used < 2]
+            pick = candidates[int(uniform() * len(candidates))]
+            usage[pick] += 1
+            order.append(pick)
+    output, output_name = seqs[order[0]], _name(order[0])
+    number = len(seqs)
+    for index in order[1:]:
         if uniform() < config.concat_prob:
             func, output = "concatenate", output + seqs[index]
         else:
             func, output = "interleave", interleave(output, seqs[index])
-        target = f"sequence_{next_number}"
-        merges.append(Line(target, func, (output_name, name(index))))
+        target = _name(number)
+        lines.append(Line(target, func, (output_name, _name(index))))
         output_name = target
-        next_number += 1
+        number += 1
+    return Program(tuple(lines), output_name), output
 
-    for index in range(len(seqs)):
-        if index not in excluded:
-            merge(index)
-    for _ in range(len(usage)):
-        if uniform() < config.reuse_prob:
-            candidates = [i for i, used in enumerate(usage) if used < 2]
-            merge(candidates[int(uniform() * len(candidates))])
 
-    assert output is not None  # at least one initiator is never excluded
-    return Program(tuple(lines + merges), output_name), output
+_POINTWISE = {
+    "add_two_lists": add_two_lists,
+    "subtract_two_lists": subtract_two_lists,
+    "modulo_two_lists": modulo_two_lists,
+}

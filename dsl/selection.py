@@ -8,10 +8,10 @@ each carried by its best candidate within that prefix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -31,85 +31,82 @@ class Target:
 @dataclass(frozen=True)
 class Selection:
     rows: np.ndarray | None  # candidate index per output row, in order of first appearance; None if short
-    distinct: int  # distinct non-excluded sequences among all candidates seen
+    distinct: int  # distinct non-excluded sequences among the candidates scanned
     distinct_bytes: int
     candidates: int  # candidates scanned (the prefix, or all when short)
-    excluded: int  # candidates dropped because their sequence is excluded
+    excluded: int  # scanned candidates dropped because their sequence is excluded
 
 
-def digest_keys(digests: pa.Array) -> np.ndarray:
-    """(n, 2) uint64 view of 16-byte digests."""
-    buffer = pa.concat_arrays(digests.chunks) if isinstance(digests, pa.ChunkedArray) else digests
-    raw = np.frombuffer(buffer.buffers()[1], dtype=np.uint8, count=16 * len(buffer), offset=16 * buffer.offset)
-    return raw.view(np.uint64).reshape(-1, 2)
+@dataclass(frozen=True)
+class _Groups:
+    """Candidates sorted by (sequence, bits, index), cut into one group per distinct sequence."""
 
+    members: np.ndarray  # candidate indices in sorted order
+    starts: np.ndarray  # start of each group in `members`
+    first_seen: np.ndarray  # smallest candidate index of each group
 
-def _groups(keys: np.ndarray, bits: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sort by (sequence, bits, index); return the sort order, group starts and each group's first index."""
-    order = np.lexsort((candidates, bits, keys[:, 1], keys[:, 0]))
-    sorted_keys = keys[order]
-    new_group = np.ones(len(order), dtype=bool)
-    new_group[1:] = np.any(sorted_keys[1:] != sorted_keys[:-1], axis=1)
-    starts = np.flatnonzero(new_group)
-    first_seen = np.minimum.reduceat(candidates[order], starts) if len(order) else np.empty(0, np.int64)
-    return order, starts, first_seen
+    @classmethod
+    def of(cls, keys: np.ndarray, members: np.ndarray) -> _Groups:
+        new_group = np.ones(len(members), dtype=bool)
+        new_group[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+        starts = np.flatnonzero(new_group)
+        first_seen = np.minimum.reduceat(members, starts) if len(members) else np.empty(0, np.int64)
+        return cls(members, starts, first_seen)
+
+    @property
+    def ends(self) -> np.ndarray:
+        return np.append(self.starts[1:], len(self.members))
 
 
 def select(
-    digests: pa.ChunkedArray,
+    keys: np.ndarray,
     bits: np.ndarray,
     lengths: np.ndarray,
-    programs: pa.ChunkedArray,
+    texts: Callable[[np.ndarray], list[str]],
     target: Target,
-    exclude: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
 ) -> Selection:
-    """Pick the rows of the corpus from all candidates generated so far (in stream order)."""
-    keys = digest_keys(digests)
+    """Pick the corpus rows among candidates 0..n-1 (stream order).
+
+    keys: (n, 2) uint64 digests of the sequences; bits, lengths: per candidate; texts: program texts of the given
+    candidates (read only to break ties); excluded: boolean mask of candidates whose sequence must not appear.
+    """
     candidates = np.arange(len(keys), dtype=np.int64)
-    dropped = np.zeros(len(keys), dtype=bool)
-    if exclude is not None and len(exclude):
-        dropped = np.isin(np.ascontiguousarray(keys).view("V16").ravel(), np.ascontiguousarray(exclude).view("V16").ravel())
-        keys, candidates = keys[~dropped], candidates[~dropped]
-    order, starts, first_seen = _groups(keys, bits[candidates], candidates)
-    first_sorted = np.sort(first_seen)
+    dropped = excluded if excluded is not None else np.zeros(len(keys), dtype=bool)
+    kept = candidates[~dropped]
+    order = np.lexsort((kept, bits[kept], keys[kept, 1], keys[kept, 0]))
+    sorted_keys = keys[kept[order]]
+    groups = _Groups.of(sorted_keys, kept[order])
+    first_sorted = np.sort(groups.first_seen)
     cumulative = np.cumsum(lengths[first_sorted])
     distinct_bytes = int(cumulative[-1]) if len(cumulative) else 0
     if target.pairs is not None:
         met = len(first_sorted) >= target.pairs
         cut = target.pairs - 1
     else:
-        met = distinct_bytes >= target.bytes
+        met = distinct_bytes >= (target.bytes or 0)
         cut = int(np.searchsorted(cumulative, target.bytes)) if met else 0
     if not met:
-        return Selection(None, len(first_sorted), distinct_bytes, len(bits), int(dropped.sum()))
-    last = first_sorted[cut]
-    prefix = candidates <= last
-    keys, candidates = keys[prefix], candidates[prefix]
-    order, starts, first_seen = _groups(keys, bits[candidates], candidates)
-    best = candidates[order[starts]]
-    best = _break_ties_by_text(best, order, starts, candidates, bits, programs)
-    rows = best[np.argsort(first_seen, kind="stable")]
-    scanned = int(last) + 1
+        return Selection(None, len(first_sorted), distinct_bytes, len(keys), int(dropped.sum()))
+    scanned = int(first_sorted[cut]) + 1
+    in_prefix = groups.members < scanned  # filtering keeps the sort order
+    groups = _Groups.of(sorted_keys[in_prefix], groups.members[in_prefix])
+    best = _best_per_group(groups, bits, texts)
+    rows = best[np.argsort(groups.first_seen, kind="stable")]
     return Selection(rows, len(rows), int(lengths[rows].sum()), scanned, int(dropped[:scanned].sum()))
 
 
-def _break_ties_by_text(
-    best: np.ndarray,
-    order: np.ndarray,
-    starts: np.ndarray,
-    candidates: np.ndarray,
-    bits: np.ndarray,
-    programs: pa.ChunkedArray,
-) -> np.ndarray:
-    """Where a group's two best candidates have equal bits, choose the lexicographically smallest program text."""
-    sorted_candidates = candidates[order]
-    sorted_bits = bits[sorted_candidates]
-    ends = np.append(starts[1:], len(order))
-    tied = np.flatnonzero((ends - starts > 1) & (sorted_bits[np.minimum(starts + 1, len(order) - 1)] == sorted_bits[starts]))
-    best = best.copy()
-    for group in tied:
-        start, end = starts[group], ends[group]
-        members = sorted_candidates[start:end][sorted_bits[start:end] == sorted_bits[start]]
-        texts = programs.take(pa.array(members)).to_pylist()
-        best[group] = members[min(range(len(members)), key=lambda k: (texts[k], members[k]))]
+def _best_per_group(groups: _Groups, bits: np.ndarray, texts: Callable[[np.ndarray], list[str]]) -> np.ndarray:
+    """Each group's fewest-bits candidate; equal bits are broken by the lexicographically smallest program text."""
+    members, starts, ends = groups.members, groups.starts, groups.ends
+    best = members[starts].copy()
+    member_bits = bits[members]
+    runner_up = np.minimum(starts + 1, len(members) - 1)
+    tied = np.flatnonzero((ends - starts > 1) & (member_bits[runner_up] == member_bits[starts]))
+    if not len(tied):
+        return best
+    tied_members = [members[s:e][member_bits[s:e] == member_bits[s]] for s, e in zip(starts[tied], ends[tied])]
+    all_texts = iter(texts(np.concatenate(tied_members)))  # one read for every tie
+    for group, candidates in zip(tied, tied_members):
+        best[group] = min((next(all_texts), c) for c in candidates.tolist())[1]
     return best

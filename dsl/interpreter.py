@@ -52,7 +52,7 @@ def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[li
             raise
         except KeyError as exc:
             raise DSLError(f"{line.func}: {exc.args[0]!r} is not defined", lineno) from None
-        except (TypeError, ValueError, ZeroDivisionError, IndexError) as exc:
+        except (TypeError, ValueError, ZeroDivisionError, IndexError, OverflowError, MemoryError) as exc:
             raise DSLError(f"{line.func}: {type(exc).__name__}: {exc}", lineno) from None
         env[line.target] = result
         values.append(result)

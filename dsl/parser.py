@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 
 from dsl.functions import FUNCTIONS, PREDICATES, ArgKind
@@ -10,7 +11,9 @@ from dsl.program import Arg, DSLError, Line, Program
 _ASSIGN = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*\((.*)\)\s*")
 _OUTPUT = re.compile(r"\s*output\s*=\s*([A-Za-z_]\w*)\s*")
 _TOKEN = re.compile(r"\s*(?:(-?\d+)|([A-Za-z_]\w*)|(\[)|(\])|(,))")
-_RESERVED = {"output", *FUNCTIONS, *PREDICATES}
+# Targets must not be DSL names, Python keywords, or builtins that render_python's definitions call.
+PYTHON_BUILTINS_USED = {"len", "list", "max", "min", "range", "sorted", "zip"}
+_RESERVED = {"output", *FUNCTIONS, *PREDICATES, *keyword.kwlist, *PYTHON_BUILTINS_USED}
 
 
 def _strip_comment(text: str) -> str:
@@ -49,25 +52,34 @@ def _parse_args(text: str, lineno: int) -> tuple[Arg, ...]:
         elif name is not None:
             args.append(name)
         elif open_bracket:
-            items: list[int] = []
-            while True:
-                m = _TOKEN.match(text, pos)
-                if m is None:
-                    raise DSLError("unterminated list literal", lineno)
-                pos = m.end()
-                number, name, open_bracket, close_bracket, comma = m.groups()
-                if close_bracket:
-                    break
-                if number is not None:
-                    items.append(_parse_int(number, lineno))
-                elif not comma:
-                    raise DSLError("list literals may hold only integers", lineno)
-            args.append(tuple(items))
+            items, pos = _parse_list(text, pos, lineno)
+            args.append(items)
         else:
             raise DSLError("unexpected ']'", lineno)
     if expect_arg and args:
         raise DSLError("trailing comma in arguments", lineno)
     return tuple(args)
+
+
+def _parse_list(text: str, pos: int, lineno: int) -> tuple[tuple[int, ...], int]:
+    """The integers of a list literal whose '[' ends at `pos`, and the position after its ']'."""
+    items: list[int] = []
+    expect_item = True  # an integer (or the closing bracket) comes next
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise DSLError("unterminated list literal", lineno)
+        pos = m.end()
+        number, _, _, close_bracket, comma = m.groups()
+        if close_bracket:
+            return tuple(items), pos
+        if number is not None and expect_item:
+            items.append(_parse_int(number, lineno))
+            expect_item = False
+        elif comma and not expect_item:
+            expect_item = True
+        else:
+            raise DSLError("list literals hold integers separated by commas", lineno)
 
 
 def _check_line(line: Line, defined: set[str], lineno: int) -> None:
@@ -76,7 +88,7 @@ def _check_line(line: Line, defined: set[str], lineno: int) -> None:
         hint = " (a predicate; use filter(pred, seq))" if func in PREDICATES else ""
         raise DSLError(f"unknown function {func!r}{hint}", lineno)
     if line.target in _RESERVED:
-        raise DSLError(f"{line.target!r} is reserved and cannot be assigned", lineno)
+        raise DSLError(f"{line.target!r} is a reserved name (a DSL function, Python keyword or builtin)", lineno)
     kinds = FUNCTIONS[func][1]
     if len(args) != len(kinds):
         raise DSLError(f"{func} takes {len(kinds)} argument(s), got {len(args)}", lineno)

@@ -213,7 +213,9 @@ def sample_program(rng: random.Random, config: SamplerConfig = DEFAULT_CONFIG) -
                 third_largest = max_n(seq, 3)[-1]
                 if third_largest > 2:
                     constant = 2 + int(uniform() * (third_largest - 1))
-                    add("modulo_item_list", (_name(index), constant), modulo_item_list(seq, constant))
+                    reduced = modulo_item_list(seq, constant)
+                    if lo == 0 or min(reduced) >= lo:  # (always true with the official min_value 0)
+                        add("modulo_item_list", (_name(index), constant), reduced)
 
     # --- scan_add (the loop sees what it appends)
     index = 0

@@ -49,7 +49,7 @@ class CorpusRequest:
     config: SamplerConfig = DEFAULT_CONFIG
     exclude: np.ndarray = field(default_factory=lambda: np.empty((0, 2), np.uint64))
     workers: int = 1
-    block_size: int | None = None
+    block_size: int = 0  # 0: chosen from the target
     num_shards: int = 1
     shard_index: int = 0
     keep_blocks: bool = False
@@ -61,13 +61,13 @@ class CorpusRequest:
             raise CorpusError(f"--shard-index must be in [0, {self.num_shards}), got {self.shard_index}")
         if self.workers < 1:
             raise CorpusError(f"--workers must be >= 1, got {self.workers}")
-        if self.block_size is None:
+        if not self.block_size:
             wanted = self.target.pairs or (self.target.bytes or 0) // MEAN_LENGTH_GUESS
             self.block_size = int(min(16_384, max(256, wanted // 8)))
 
     @property
     def spec(self) -> BlockSpec:
-        return BlockSpec(self.stream, self.seed, int(self.block_size or 0), self.config)
+        return BlockSpec(self.stream, self.seed, self.block_size, self.config)
 
     def settings(self) -> dict[str, Any]:
         exclude_bytes = np.ascontiguousarray(np.unique(self.exclude, axis=0)).tobytes() if len(self.exclude) else b""
@@ -92,7 +92,7 @@ def _build_blocks(request: CorpusRequest, blocks: list[int], total: int) -> None
     """Make the missing blocks among `blocks`, in parallel when workers > 1."""
     directory = _blocks_dir(request)
     missing = [b for b in blocks if not block_path(directory, b).exists()]
-    size = int(request.block_size or 0)
+    size = request.block_size
     bar = tqdm(
         total=total * size,
         initial=(total - len(missing)) * size,
@@ -163,7 +163,7 @@ def _write_plan(request: CorpusRequest) -> None:
 
 def _first_round_blocks(request: CorpusRequest) -> int:
     wanted = request.target.pairs or (request.target.bytes or 0) / MEAN_LENGTH_GUESS
-    return max(1, math.ceil(wanted * FIRST_ROUND_MARGIN / int(request.block_size or 1)))
+    return max(1, math.ceil(wanted * FIRST_ROUND_MARGIN / request.block_size))
 
 
 def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
@@ -186,19 +186,16 @@ def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
         return None
     while True:
         _build_blocks(request, list(range(num_blocks)), num_blocks)
-        candidates = Candidates(directory, num_blocks, int(request.block_size or 1))
+        candidates = Candidates(directory, num_blocks, request.block_size)
         selection = candidates.select(request.target, request.exclude)
         if selection.rows is not None:
             break
-        size = int(request.block_size or 1)
-        rate = max(selection.distinct, 1) / len(candidates)
         if request.target.pairs is not None:
-            needed = (request.target.pairs - selection.distinct) / rate
+            have, want = selection.distinct, request.target.pairs
         else:
-            needed = ((request.target.bytes or 0) - selection.distinct_bytes) / max(
-                selection.distinct_bytes / len(candidates), 1.0
-            )
-        num_blocks += max(1, math.ceil(needed * 1.1 / size))
+            have, want = selection.distinct_bytes, request.target.bytes or 0
+        per_candidate = max(have, 1) / len(candidates)
+        num_blocks += max(1, math.ceil((want - have) / per_candidate * 1.1 / request.block_size))
     manifest = _finish(request, candidates, selection, settings)
     if not request.keep_blocks:
         shutil.rmtree(request.output / BLOCKS_DIR, ignore_errors=True)

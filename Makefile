@@ -33,8 +33,15 @@ quality: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+OFFICIAL_DIR ?= /tmp/official
+
 bench: setup
 	$(PY) bench/bench_dsl_generate.py
+	@if [ -f $(OFFICIAL_DIR)/src/synthetic_data_generation/generate_data.py ]; then \
+		$(PY) bench/compare_official.py --official-dir $(OFFICIAL_DIR); \
+	else \
+		echo "bench: skipping bench/compare_official.py: no official generator in $(OFFICIAL_DIR) (see docs/benchmarks.md)"; \
+	fi
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -20,6 +20,7 @@ import pyarrow.ipc as ipc
 
 from dsl.bits import program_bits
 from dsl.functions import FUNCTION_NAMES
+from dsl.interpreter import run_lines
 from dsl.program import Program, render_program
 from dsl.sampler import SamplerConfig, sample_program
 
@@ -86,7 +87,7 @@ def block_path(directory: Path, block: int) -> Path:
 
 
 def build_block(spec: BlockSpec, block: int) -> pa.Table:
-    """Sample, run, encode and hash the candidates of one block."""
+    """Sample, validate (re-run by the interpreter), render, encode and hash the candidates of one block."""
     programs: list[str] = []
     flat = bytearray()
     offsets = [0]
@@ -99,6 +100,8 @@ def build_block(spec: BlockSpec, block: int) -> pa.Table:
     for index in range(start, start + spec.block_size):
         rng.seed(item_seed(spec.stream, spec.seed, index))
         program, values = sample_program(rng, spec.config)
+        if run_lines(program)[-1] != values:  # validate: the interpreter re-runs the recorded program
+            raise RuntimeError(f"candidate {index}: the program does not produce its sequence")
         data = bytes(values)  # raises if a value left 0..255: the sampler guarantees it does not
         programs.append(render_program(program))
         flat += data

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from dsl.functions import FUNCTIONS, PREDICATES
+from dsl.functions import FUNCTIONS, PREDICATES, ArgKind
 from dsl.parser import parse_program
 from dsl.program import DSLError, Line, Program
 
+SEQ, PRED = ArgKind.SEQ, ArgKind.PRED
 DEFAULT_MAX_LENGTH = 1_000_000  # elements per sequence; guards against memory bombs such as repeat_list(10**9, s)
 
 
+_GROWING = frozenset(
+    {"range_func_up", "range_func_interval", "repeat_num", "repeat_list", "concatenate", "interleave"}
+)
+
+
 def _result_length(line: Line, env: dict[str, list[int]], lineno: int) -> int:
-    """Length of the line's result, computed before building it."""
+    """Length of the result of a function in `_GROWING`, computed before building it. The other functions never
+    return more elements than an input has."""
     func, args = line.func, line.args
     if func == "range_func_up":
         return len(range(args[0], args[1] + 1))  # type: ignore[arg-type,operator]
@@ -22,9 +29,7 @@ def _result_length(line: Line, env: dict[str, list[int]], lineno: int) -> int:
         return max(args[0], 0)  # type: ignore[type-var]
     if func == "repeat_list":
         return max(args[0], 0) * len(env[args[1]])  # type: ignore[type-var,index,operator]
-    if func == "get_subsequence_with_jumps" and args[1] == 0:
-        raise DSLError("get_subsequence_with_jumps: jump must not be zero", lineno)
-    return sum(len(env[a]) for a in args if isinstance(a, str) and a in env)
+    return len(env[args[0]]) + len(env[args[1]])  # type: ignore[index]
 
 
 def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[list[int]]:
@@ -40,11 +45,12 @@ def run_lines(program: Program, max_length: int = DEFAULT_MAX_LENGTH) -> list[li
         if len(line.args) != len(kinds):
             raise DSLError(f"{line.func} takes {len(kinds)} argument(s), got {len(line.args)}", lineno)
         try:
-            size = _result_length(line, env, lineno)
-            if size > max_length:
-                raise DSLError(f"{line.func} would build {size} elements (limit {max_length})", lineno)
+            if line.func in _GROWING:
+                size = _result_length(line, env, lineno)
+                if size > max_length:
+                    raise DSLError(f"{line.func} would build {size} elements (limit {max_length})", lineno)
             call_args = [
-                env[a] if kind == "seq" else PREDICATES[a] if kind == "pred" else a  # type: ignore[index]
+                env[a] if kind is SEQ else PREDICATES[a] if kind is PRED else a  # type: ignore[index]
                 for a, kind in zip(line.args, kinds)
             ]
             result = fn(*call_args)

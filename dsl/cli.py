@@ -69,7 +69,9 @@ def _corpus(args: argparse.Namespace, target: Target, stream: str, command: str)
         num_shards=args.num_shards,
         shard_index=args.shard_index,
         keep_blocks=args.keep_blocks,
-        command=command + "".join(f" --exclude {p}" for p in args.exclude),
+        command=command
+        + "".join(f" --exclude {p}" for p in args.exclude)
+        + (f" --sampler-config {args.sampler_config}" if args.sampler_config else ""),
         progress=not args.quiet,
     )
     manifest = generate_corpus(request)

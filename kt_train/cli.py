@@ -28,7 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        entry.load()(subparsers)
+        try:
+            register = entry.load()
+        except ImportError as exc:  # a plugin whose optional dependencies are missing: the others still work
+            print(f"kt: warning: command group {entry.name!r} unavailable: {exc}", file=sys.stderr)
+            continue
+        register(subparsers)
     return parser
 
 

@@ -1,0 +1,94 @@
+"""RTCE benchmark inputs: counts, uniqueness, determinism and per-family sanity."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from tracegen.inputs import FAMILIES, category_order, generate_inputs, item_rng
+
+EXPECTED_CATEGORIES = {"patterned": 15, "log": 11, "yaml": 10, "tabular": 10}
+
+
+@pytest.fixture(scope="module")
+def items():
+    return generate_inputs(seed=42, num_inputs=250)
+
+
+def test_family_category_counts() -> None:
+    assert {family: len(gens) for family, gens in FAMILIES.items()} == EXPECTED_CATEGORIES
+    order = category_order()
+    assert len(order) == len(set(order)) == 46
+    assert len({category for _, category in order}) == 46
+    assert {family for family, _ in order[:4]} == set(FAMILIES)
+
+
+def test_250_unique_and_balanced(items) -> None:
+    assert len(items) == 250
+    assert len({item.text for item in items}) == 250
+    assert len({item.id for item in items}) == 250
+    per_category = Counter(item.category for item in items)
+    assert len(per_category) == 46
+    assert set(per_category.values()) <= {5, 6}
+    families = Counter(item.family for item in items)
+    assert set(families) == set(FAMILIES)
+
+
+def test_deterministic_and_seeded(items) -> None:
+    assert generate_inputs(seed=42, num_inputs=250) == items
+    other = generate_inputs(seed=7, num_inputs=250)
+    assert [item.text for item in other] != [item.text for item in items]
+
+
+def test_prefix_stable(items) -> None:
+    assert generate_inputs(seed=42, num_inputs=30) == items[:30]
+
+
+def test_lengths_span_short_to_long(items) -> None:
+    lengths = [len(item.text) for item in items]
+    assert min(lengths) < 10
+    assert max(lengths) >= 200
+    assert all(item.text for item in items)
+
+
+def test_item_rng_is_hashed() -> None:
+    assert item_rng("log", "db_error", 42, 1).random() != item_rng("log", "db_error", 43, 0).random()
+    assert item_rng("log", "db_error", 42, 1).random() == item_rng("log", "db_error", 42, 1).random()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_generator_reasonable(family: str) -> None:
+    for category, generate in FAMILIES[family].items():
+        for trial in range(20):
+            text, metadata = generate(random.Random(trial))
+            assert isinstance(text, str) and isinstance(metadata, dict)
+            assert 3 <= len(text) <= 600, (category, text)
+            assert text.isascii(), (category, text)
+
+
+def test_log_fields() -> None:
+    for category, generate in FAMILIES["log"].items():
+        text, meta = generate(random.Random(1))
+        assert text.startswith(f"[{meta['timestamp']}] {meta['level']} - {meta['method']} {meta['endpoint']}")
+        assert f"user:{meta['user']}" in text and meta["ip"] in text and f"({meta['module']})" in text
+        if category == "slow_request":
+            assert meta["duration"] > 2.5
+        elif category.startswith("level_"):
+            assert meta["level"] == category.removeprefix("level_").upper()
+            assert meta["duration"] <= 2.5 and meta["module"] not in ("db", "auth")
+
+
+def test_tables_are_5x5() -> None:
+    for category, generate in FAMILIES["tabular"].items():
+        text, meta = generate(random.Random(3))
+        lines = text.split("\n")
+        assert len(lines) == 5 + meta["header_rows"], category
+        assert all(line.count(meta["delimiter"]) == 4 for line in lines), category
+
+
+def test_yaml_indentation_and_multidoc() -> None:
+    texts = [generate(random.Random(s))[0] for generate in FAMILIES["yaml"].values() for s in range(10)]
+    assert all("\n  " in text for text in texts)
+    assert any("\n---\n" in text for text in texts)

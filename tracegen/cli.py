@@ -1,0 +1,76 @@
+"""`kt rtce ...`: encode and decode with the RTCE compression algorithms, and build the benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from kt_train.cli import fail
+from tracegen.algorithms import ALGORITHMS, get_algorithm
+
+
+def _encode(args: argparse.Namespace) -> int:
+    algorithm = get_algorithm(args.algorithm)
+    z = algorithm.encode(args.text)
+    print(json.dumps({"z": algorithm.to_json(z), "freq": algorithm.freq(args.text)}, ensure_ascii=False))
+    return 0
+
+
+def _decode(args: argparse.Namespace) -> int:
+    algorithm = get_algorithm(args.algorithm)
+    freq: dict[str, Any] | None = None
+    if args.freq is not None:
+        freq = json.loads(args.freq)
+        if not isinstance(freq, dict):
+            raise ValueError("--freq must be a JSON object")
+    if algorithm.needs_freq and freq is None:
+        raise ValueError(f"{algorithm.name} decoding needs --freq")
+    z = algorithm.from_json(json.loads(args.z))
+    print(json.dumps(algorithm.decode(z, freq), ensure_ascii=False))
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from tracegen.benchmark import build_benchmark
+
+    summary = build_benchmark(output=Path(args.output), seed=args.seed, num_inputs=args.num_inputs)
+    print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+    return 0
+
+
+def _guarded(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except json.JSONDecodeError as exc:
+            return fail(f"invalid JSON: {exc}")
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+            return fail(str(exc) or type(exc).__name__)
+
+    return run
+
+
+def register(subparsers: Any) -> None:
+    """Add the `rtce` command group."""
+    rtce = subparsers.add_parser("rtce", help="RTCE round-trip code execution data")
+    commands = rtce.add_subparsers(dest="rtce_command", metavar="SUBCOMMAND", required=True)
+    names = sorted(ALGORITHMS)
+
+    encode = commands.add_parser("encode", help='Print {"z": main_solution(TEXT), "freq": FREQ_DICT} as JSON.')
+    encode.add_argument("--algorithm", required=True, choices=names)
+    encode.add_argument("text", metavar="TEXT")
+    encode.set_defaults(handler=_guarded(_encode))
+
+    decode = commands.add_parser("decode", help="Print the text decoded from Z_JSON as a JSON string.")
+    decode.add_argument("--algorithm", required=True, choices=names)
+    decode.add_argument("--freq", metavar="JSON", help="FREQ_DICT as a JSON object (ae, huffman)")
+    decode.add_argument("z", metavar="Z_JSON")
+    decode.set_defaults(handler=_guarded(_decode))
+
+    build = commands.add_parser("build", help="Build the RTCE benchmark into DIR; print its summary as JSON.")
+    build.add_argument("--output", required=True, metavar="DIR")
+    build.add_argument("--seed", type=int, default=42)
+    build.add_argument("--num-inputs", type=int, default=250)
+    build.set_defaults(handler=_guarded(_build))

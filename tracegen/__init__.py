@@ -1,3 +1,7 @@
-"""RTCE round-trip code execution data: LZW / arithmetic coding / RLE / Huffman, benchmark inputs, the four prediction
-tasks, execution traces and SFT corpora. Filled in by the RTCE corpus issue; nothing here yet.
+"""RTCE round-trip code execution data (papers 000/001).
+
+`tracegen.algorithms` holds LZW, arithmetic coding (float and exact), RLE and Huffman as plain functions plus the
+`main_solution` sources shown to models; `tracegen.inputs` the 250 benchmark inputs in 46 categories;
+`tracegen.tasks` the four prediction tasks and round-trip chains; `tracegen.benchmark` writes the corpus
+(`kt rtce build`). Execution traces and the SFT corpus come next.
 """

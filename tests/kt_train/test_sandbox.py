@@ -1,0 +1,276 @@
+"""The sandbox with real processes: verdicts, limits, cleanup of what jobs leave behind, the pool and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kt_train.sandbox import (
+    SandboxConfig,
+    SandboxJob,
+    SandboxPool,
+    SandboxResult,
+    Verdict,
+    call_function,
+    run_code,
+)
+
+FAST = SandboxConfig(timeout_s=1.0, grace_s=0.3)
+IS_ROOT = os.geteuid() == 0
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the job may write markers into (jobs run as another uid when the tests run as root)."""
+    path = Path(tempfile.mkdtemp(prefix="kt-sandbox-test-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _pids(directory: Path) -> list[int]:
+    return [int(p.read_text()) for p in directory.glob("*.pid") if p.read_text().strip()]
+
+
+def _assert_all_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + 2.0
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if _alive(p)] == []
+
+
+def test_ok_with_stdout_and_return_value() -> None:
+    result = run_code("print('hello')\nprint('oops', file=__import__('sys').stderr)")
+    assert result.verdict == Verdict.OK
+    assert (result.stdout, result.stderr, result.truncated) == ("hello\n", "oops\n", False)
+    called = call_function("def f(x, y):\n    print('in f')\n    return (x + y, [x], {'k': None})", "f", [2, 3])
+    assert called.verdict == Verdict.OK
+    assert called.return_value == [5, [2], {"k": None}]
+    assert called.stdout == "in f\n"
+    assert called.duration_s > 0
+
+
+def test_exception_gives_error_with_type_and_message() -> None:
+    result = call_function("def f():\n    raise ValueError('bad input')", "f", [])
+    assert (result.verdict, result.error_type, result.error_message) == (Verdict.ERROR, "ValueError", "bad input")
+    assert "ValueError: bad input" in result.stderr
+
+
+def test_syntax_error_and_missing_function_and_bad_return() -> None:
+    assert run_code("def f(:\n").error_type == "SyntaxError"
+    missing = call_function("x = 1", "f", [])
+    assert (missing.verdict, missing.error_type) == (Verdict.ERROR, "NameError")
+    bad = call_function("def f():\n    return {1, 2}", "f", [])
+    assert bad.verdict == Verdict.ERROR
+    assert "not JSON-serializable" in bad.error_message
+    assert run_code("import sys\nsys.exit(0)").verdict == Verdict.OK
+    assert run_code("import sys\nsys.exit(4)").error_type == "SystemExit"
+
+
+def test_infinite_loop_times_out_and_leaves_nothing(shared_dir: Path) -> None:
+    start = time.monotonic()
+    result = run_code(f"import os\nopen('{shared_dir}/job.pid', 'w').write(str(os.getpid()))\nwhile True: pass", FAST)
+    assert result.verdict == Verdict.TIMEOUT
+    assert time.monotonic() - start < FAST.timeout_s + FAST.grace_s + 3
+    pids = _pids(shared_dir)
+    assert len(pids) == 1
+    _assert_all_gone(pids)
+
+
+def test_memory_bomb_gives_memory() -> None:
+    result = run_code("chunks = []\nwhile True:\n    chunks.append(bytearray(10**7))", SandboxConfig(memory_mb=200))
+    assert result.verdict == Verdict.MEMORY
+    assert run_code("x = bytearray(10**10)").verdict == Verdict.MEMORY
+
+
+FORK_BOMB = """
+import os, time
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.setsid()  # try to escape the job's process group
+        with open('{dir}/%d.tmp' % os.getpid(), 'w') as f:
+            f.write(str(os.getpid()))
+        os.rename('{dir}/%d.tmp' % os.getpid(), '{dir}/%d.pid' % os.getpid())
+        time.sleep(100)
+        os._exit(0)
+{tail}
+"""
+
+
+@pytest.mark.parametrize("tail", ["time.sleep(0.5)", "time.sleep(100)"], ids=["returns", "times-out"])
+def test_fork_bomb_leaves_no_descendant(shared_dir: Path, tail: str) -> None:
+    result = run_code(FORK_BOMB.format(dir=shared_dir, tail=tail), SandboxConfig(timeout_s=2.0, grace_s=0.3))
+    assert result.verdict in set(Verdict)
+    pids = _pids(shared_dir)
+    assert pids
+    _assert_all_gone(pids)
+
+
+def test_fork_bomb_without_own_uid_is_swept(shared_dir: Path) -> None:
+    """Without a uid of its own (as for a non-root caller) the subreaper sweep still kills setsid-escaped children."""
+    config = SandboxConfig(timeout_s=2.0, grace_s=0.3, drop_privileges=False)
+    tail = f"while len([n for n in os.listdir('{shared_dir}') if n.endswith('.pid')]) < 40:\n    time.sleep(0.01)"
+    result = run_code(FORK_BOMB.format(dir=shared_dir, tail=tail).replace("range(300)", "range(40)"), config)
+    assert result.verdict == Verdict.OK
+    pids = _pids(shared_dir)
+    assert len(pids) == 40
+    _assert_all_gone(pids)
+
+
+def test_output_flood_is_capped() -> None:
+    config = SandboxConfig(timeout_s=2.0, max_output_bytes=10_000)
+    finite = run_code("for i in range(100_000):\n    print('x' * 50)", config)
+    assert finite.verdict == Verdict.OK
+    assert finite.truncated and len(finite.stdout) == 10_000
+    endless = run_code("import sys\nwhile True:\n    sys.stderr.write('y' * 4096)", FAST)
+    assert endless.verdict == Verdict.TIMEOUT
+    assert endless.truncated and len(endless.stderr) == FAST.max_output_bytes
+
+
+def test_sockets_cannot_connect() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)\nprint('connected')"
+        result = run_code(code, FAST)
+    assert result.verdict == Verdict.ERROR
+    assert "connected" not in result.stdout
+
+
+def test_disarmed_sockets_refuse() -> None:
+    """The fallback where no network namespace can be made: the socket module refuses."""
+    code = "from kt_train.sandbox import _disarm_sockets\n_disarm_sockets()\nimport socket\nsocket.socket()"
+    result = run_code(code, SandboxConfig(network=True))
+    assert (result.verdict, result.error_type) == (Verdict.ERROR, "PermissionError")
+
+
+def test_os_system_sleep_is_killed(shared_dir: Path) -> None:
+    result = run_code(f"import os\nos.system('echo $$ > {shared_dir}/sleep.pid; exec sleep 100')", FAST)
+    assert result.verdict == Verdict.TIMEOUT
+    pids = _pids(shared_dir)
+    assert len(pids) == 1
+    _assert_all_gone(pids)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import os\nos._exit(3)", "import os\nos.kill(os.getpid(), 9)", "import ctypes\nctypes.string_at(0)"],
+    ids=["exit", "sigkill", "segfault"],
+)
+def test_dying_job_is_killed(code: str) -> None:
+    result = run_code(code, FAST)
+    assert result.verdict == Verdict.KILLED
+    assert result.error_message
+
+
+def test_files_stay_in_the_private_directory() -> None:
+    result = run_code("import os\nopen('out.txt', 'w').write('data')\nprint(os.getcwd())")
+    assert result.verdict == Verdict.OK
+    workdir = Path(result.stdout.strip())
+    assert workdir.name.startswith("kt-sandbox-")
+    assert not workdir.exists()
+    too_big = run_code("open('big', 'wb').write(b'x' * 3 * 1024 * 1024)", SandboxConfig(file_size_mb=1))
+    assert too_big.verdict == Verdict.ERROR
+    assert "too large" in too_big.error_message.lower()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="jobs change uid only when the supervisor is root")
+def test_jobs_run_unprivileged_when_root() -> None:
+    target = Path(__file__).resolve().parent / "sandbox-must-not-exist.txt"
+    result = run_code(f"import os\nprint(os.getuid())\nopen({str(target)!r}, 'w')")
+    assert result.verdict == Verdict.ERROR
+    assert result.error_type == "PermissionError"
+    assert int(result.stdout) != 0
+    assert not target.exists()
+    assert run_code("import os\nos.kill(os.getppid(), 9)").error_type == "PermissionError"
+    home, cwd = run_code("import os\nprint(os.environ['HOME'])\nprint(os.getcwd())").stdout.split()
+    assert home == cwd
+
+
+HOSTILE = {
+    0: ("while True: pass", Verdict.TIMEOUT),
+    37: ("import os\nos._exit(1)", Verdict.KILLED),
+    80: ("import os\nos.kill(os.getpid(), 9)", Verdict.KILLED),
+    121: ("x = bytearray(10**10)", Verdict.MEMORY),
+    150: ("raise KeyError('k')", Verdict.ERROR),
+    199: ("import os, time\nfor _ in range(50):\n    os.fork() or time.sleep(100)\ntime.sleep(100)", Verdict.TIMEOUT),
+}
+
+
+def test_pool_runs_many_jobs_in_order() -> None:
+    jobs = [
+        SandboxJob(HOSTILE[i][0]) if i in HOSTILE else SandboxJob("def f(x):\n    return sum(range(x))", "f", [i])
+        for i in range(200)
+    ]
+    with SandboxPool(workers=2, preload=("json", "collections"), config=FAST) as pool:
+        results = pool.map(jobs)
+        assert pool.run("print(1)").stdout == "1\n"
+        assert [r.verdict for r in pool.map(["pass", "1/0"], progress=True)] == [Verdict.OK, Verdict.ERROR]
+    assert len(results) == 200
+    for i, result in enumerate(results):
+        if i in HOSTILE:
+            assert result.verdict == HOSTILE[i][1], (i, result)
+        else:
+            assert (result.verdict, result.return_value) == (Verdict.OK, sum(range(i))), (i, result)
+
+
+def test_result_round_trips_as_json() -> None:
+    result = call_function("def f():\n    return [1, 'a']", "f")
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["verdict"] == "ok"
+    assert SandboxResult.from_dict(data) == result
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        SandboxConfig(timeout_s=0)
+    with pytest.raises(ValueError):
+        SandboxPool(workers=1, preload=("no_such_module_xyz",))
+    assert SandboxConfig(timeout_s=2.5).cpu_limit_s == 4
+
+
+def _kt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kt_train.cli", "sandbox", "run", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_cli_prints_the_verdict(tmp_path: Path) -> None:
+    ok_file, loop_file = tmp_path / "ok.py", tmp_path / "loop.py"
+    ok_file.write_text("print(6 * 7)\n")
+    loop_file.write_text("while True:\n    pass\n")
+    ok = _kt(str(ok_file))
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["verdict"] == "ok"
+    assert json.loads(ok.stdout)["stdout"] == "42\n"
+    loop = _kt(str(loop_file), "--timeout", "1", "--memory-mb", "256")
+    assert loop.returncode == 0, loop.stderr
+    assert json.loads(loop.stdout)["verdict"] == "timeout"
+    missing = _kt(str(tmp_path / "missing.py"))
+    assert missing.returncode == 2
+    assert missing.stdout == ""
+    assert len(missing.stderr.strip().splitlines()) == 1

@@ -1,0 +1,194 @@
+"""Execution traces (tracegen.traces): real snoop in the real sandbox, no mocks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kt_train.sandbox import SandboxConfig, SandboxPool, SandboxResult, Verdict
+from tracegen.algorithms import ALGORITHMS
+from tracegen.benchmark import build_benchmark
+from tracegen.traces import (
+    REASONS,
+    SENTINEL,
+    TRACES_FILE,
+    TraceTask,
+    collect_traces,
+    count_functions,
+    drop_reason,
+    normalize_trace,
+    trace_tasks,
+)
+
+NUM_INPUTS = 8
+
+
+def _records(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (directory / TRACES_FILE).read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("rtce")
+    build_benchmark(directory, seed=42, num_inputs=NUM_INPUTS, progress=False)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def collected(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    output = tmp_path_factory.mktemp("traces")
+    return output, collect_traces(bench, output, workers=2, progress=False)
+
+
+def test_count_functions_and_normalize() -> None:
+    assert count_functions("def main_solution(x):\n    def helper(y):\n        return y\n    return helper(x)\n") == 2
+    assert count_functions("f = lambda x: x\n") == 0
+    text = " >>> Call\n ...... f = <function f at 0x7f3a12bc>   \n <<< Return value from main_solution: 1\n"
+    assert normalize_trace(text) == ">>> Call\n...... f = <function f at 0x?>\n<<< Return value from main_solution: 1"
+
+
+def test_drop_reason_filters() -> None:
+    ok = SandboxResult(Verdict.OK, return_value=1)
+    good = f"   1 | def main_solution(x):\n{SENTINEL}1"
+    assert drop_reason(ok, good, 1, 1, max_lines=10) is None
+    assert drop_reason(ok, good, 1, 1, max_lines=1) == "too_long"
+    assert drop_reason(ok, good + "\nmore", 1, 1, max_lines=10) == "no_sentinel"
+    assert drop_reason(ok, "!!! ValueError: x\n" + good, 1, 1, max_lines=10) == "runtime_error"
+    assert drop_reason(ok, good, 1, 2, max_lines=10) == "label_mismatch"
+    assert drop_reason(SandboxResult(Verdict.TIMEOUT), good, None, 1, max_lines=10) == "verdict:timeout"
+    assert drop_reason(SandboxResult(Verdict.OK, truncated=True), good, 1, 1, max_lines=10) == "truncated"
+
+
+def test_records_and_summary(collected: tuple[Path, dict[str, Any]]) -> None:
+    output, summary = collected
+    records = _records(output)
+    assert len(records) == NUM_INPUTS * len(ALGORITHMS) * 2
+    assert summary["total"] == len(records) and summary["kept"] == sum(r["kept"] for r in records)
+    assert json.loads((output / "summary.json").read_text()) == summary
+    for record in records:
+        assert record["id"] == f"{record['item_id']}:{record['algorithm']}:{record['direction']}"
+        assert record["kept"] == (record["reason"] is None)
+        assert record["reason"] is None or record["reason"] in REASONS
+    for name in ALGORITHMS:
+        for direction in ("encode", "decode"):
+            cell = summary["algorithms"][name][direction]
+            assert cell["kept"] + cell["dropped"] == NUM_INPUTS
+
+
+def test_decoder_traces_present_and_kept(collected: tuple[Path, dict[str, Any]]) -> None:
+    records = _records(collected[0])
+    for name in ("lzw", "rle", "huffman"):
+        decoded = [r for r in records if r["algorithm"] == name and r["direction"] == "decode"]
+        assert len(decoded) == NUM_INPUTS
+        assert any(r["kept"] for r in decoded), name  # long huffman inputs exceed 3,000 lines (too_long)
+        assert all(r["reason"] in (None, "too_long") for r in decoded), name
+
+
+def test_kept_traces_end_with_sentinel_and_labels_are_return_values(
+    bench: Path, collected: tuple[Path, dict[str, Any]]
+) -> None:
+    items = {item["id"]: item for item in json.loads((bench / "rtce.json").read_text())}
+    kept = [r for r in _records(collected[0]) if r["kept"]]
+    assert {r["algorithm"] for r in kept} == set(ALGORITHMS)
+    for record in kept:
+        algorithm, x = ALGORITHMS[record["algorithm"]], items[record["item_id"]]["input"]
+        lines = record["trace"].splitlines()
+        assert lines[0].startswith(">>> Call to main_solution")
+        assert lines[-1].startswith(SENTINEL)
+        assert not any(line.lstrip().startswith(("!!!", "Traceback")) for line in lines)
+        if record["direction"] == "encode":
+            assert record["input"] == x
+            assert record["label"] == algorithm.to_json(algorithm.encode(x))
+        else:
+            assert record["label"] == x
+            assert lines[-1] == SENTINEL + repr(x)
+
+
+def test_ae_decoder_not_roundtrip_is_dropped(bench: Path, collected: tuple[Path, dict[str, Any]]) -> None:
+    items = {item["id"]: item for item in json.loads((bench / "rtce.json").read_text())}
+    decoded = [r for r in _records(collected[0]) if r["algorithm"] == "ae" and r["direction"] == "decode"]
+    exact = [r for r in decoded if items[r["item_id"]]["algorithms"]["ae"]["roundtrip_ok"]]
+    inexact = [r for r in decoded if not items[r["item_id"]]["algorithms"]["ae"]["roundtrip_ok"]]
+    assert exact and inexact  # seed 42: the first (short) input round-trips, the longer ones do not
+    assert all(r["kept"] and r["label"] == items[r["item_id"]]["input"] for r in exact)
+    for record in inexact:
+        assert (record["kept"], record["reason"], record["trace"], record["label"]) == (
+            False,
+            "not_roundtrip",
+            "",
+            None,
+        )
+
+
+def test_long_output_shown_in_full() -> None:
+    rng = random.Random(7)
+    x = "".join(rng.choice("abc") * rng.randint(1, 3) for _ in range(300))[:600]
+    rle = ALGORITHMS["rle"]
+    z = rle.encode(x)
+    tasks = [
+        TraceTask("long:rle:encode", "long", "rle", "encode", rle.encoder_source(None), x, x, rle.to_json(z)),
+        TraceTask("long:rle:decode", "long", "rle", "decode", rle.decoder_source(None), z, rle.to_json(z), x),
+    ]
+    assert len(repr(z)) > 1000
+    with SandboxPool(workers=2, preload=("json", "snoop"), config=SandboxConfig(max_output_bytes=8 << 20)) as pool:
+        encoded, decoded = trace_tasks(tasks, pool, max_lines=100_000)
+    assert encoded["kept"] and decoded["kept"], (encoded["reason"], decoded["reason"])
+    assert encoded["label"] == rle.to_json(z) and len(json.dumps(encoded["label"])) > 1000
+    assert encoded["trace"].splitlines()[-1] == SENTINEL + repr(z)
+    assert decoded["label"] == x
+    assert decoded["trace"].splitlines()[-1] == SENTINEL + repr(x)
+    assert "..." not in encoded["trace"].splitlines()[-1]
+
+
+def test_two_collections_identical(bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    summary = collect_traces(bench, tmp_path, workers=2, progress=False)
+    assert summary == collected[1]
+    assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
+
+
+def test_resume_after_losing_half(bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    reference = (collected[0] / TRACES_FILE).read_bytes()
+    lines = reference.decode("utf-8").splitlines(keepends=True)
+    kept_half = lines[1::2]
+    (tmp_path / TRACES_FILE).write_text("".join(kept_half) + lines[0][: len(lines[0]) // 2], encoding="utf-8")
+    summary = collect_traces(bench, tmp_path, workers=2, progress=False)
+    assert summary == collected[1]
+    assert (tmp_path / TRACES_FILE).read_bytes() == reference
+
+
+def test_failing_program_is_dropped(bench: Path, tmp_path: Path) -> None:
+    rle = ALGORITHMS["rle"]
+    broken = dataclasses.replace(rle, decoder_template=rle.decoder_template.replace("result = []", "result = 1 / 0"))
+    summary = collect_traces(bench, tmp_path, workers=2, algorithms=["rle"], progress=False, registry={"rle": broken})
+    decoded = [r for r in _records(tmp_path) if r["direction"] == "decode"]
+    assert len(decoded) == NUM_INPUTS
+    assert all(not r["kept"] and r["reason"] in ("runtime_error", "verdict:error") for r in decoded)
+    assert summary["algorithms"]["rle"]["decode"]["dropped"] == NUM_INPUTS
+    assert summary["algorithms"]["rle"]["encode"]["kept"] > 0
+
+
+def _kt(*args: str) -> subprocess.CompletedProcess[str]:
+    kt = shutil.which("kt") or str(Path(sys.executable).with_name("kt"))
+    return subprocess.run([kt, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_collect(bench: Path, tmp_path: Path) -> None:
+    done = _kt("traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["total"] == NUM_INPUTS * len(ALGORITHMS) * 2
+    assert (tmp_path / TRACES_FILE).exists()
+
+
+def test_cli_missing_benchmark(tmp_path: Path) -> None:
+    done = _kt("traces", "collect", "--benchmark", str(tmp_path / "none"), "--output", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1 and "rtce.json" in done.stderr

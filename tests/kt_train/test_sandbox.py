@@ -163,7 +163,7 @@ def test_sockets_cannot_connect() -> None:
 
 def test_disarmed_sockets_refuse() -> None:
     """The fallback where no network namespace can be made: the socket module refuses."""
-    code = "from kt_train.sandbox import _disarm_sockets\n_disarm_sockets()\nimport socket\nsocket.socket()"
+    code = "from kt_train.sandbox.system import disarm_sockets\ndisarm_sockets()\nimport socket\nsocket.socket()"
     result = run_code(code, SandboxConfig(network=True))
     assert (result.verdict, result.error_type) == (Verdict.ERROR, "PermissionError")
 

@@ -1,0 +1,98 @@
+"""Sandbox records: the verdicts, a job's limits, a job and its result."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+UID_BASE = 1_500_000_000
+"""Jobs run as uid/gid UID_BASE + pid of the job process when the supervisor is root."""
+
+
+class Verdict(enum.StrEnum):
+    """How a job ended: a closed set of values."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    MEMORY = "memory"
+    KILLED = "killed"
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Limits of one job."""
+
+    timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit of a job in seconds"})
+    grace_s: float = field(default=0.5, metadata={"help": "seconds between SIGTERM and SIGKILL after a timeout"})
+    memory_mb: int = field(
+        default=512, metadata={"help": "address space (MiB) a job may map on top of the interpreter's own"}
+    )
+    cpu_s: int | None = field(
+        default=None, metadata={"help": "CPU-time limit in seconds (None: the timeout rounded up, plus 1)"}
+    )
+    file_size_mb: int = field(default=16, metadata={"help": "largest file (MiB) a job may write"})
+    max_processes: int = field(
+        default=64, metadata={"help": "processes a job may have at once (enforced when jobs run as their own uid)"}
+    )
+    max_output_bytes: int = field(
+        default=64 * 1024, metadata={"help": "bytes kept of stdout and of stderr each; the rest is dropped"}
+    )
+    network: bool = field(default=False, metadata={"help": "allow network access (off: empty network namespace)"})
+    tmp_dir: str | None = field(
+        default=None,
+        metadata={"help": "where the per-job directories are made (None: /dev/shm if writable, else $TMPDIR or /tmp)"},
+    )
+    drop_privileges: bool = field(
+        default=True, metadata={"help": "when root, run each job as a uid of its own (UID_BASE + pid)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.grace_s < 0:
+            raise ValueError("timeout_s must be > 0 and grace_s >= 0")
+        if min(self.memory_mb, self.file_size_mb, self.max_processes, self.max_output_bytes) <= 0:
+            raise ValueError("memory_mb, file_size_mb, max_processes and max_output_bytes must be > 0")
+        if self.cpu_s is not None and self.cpu_s <= 0:
+            raise ValueError("cpu_s must be > 0")
+
+    @property
+    def cpu_limit_s(self) -> int:
+        """The RLIMIT_CPU soft limit in seconds."""
+        return self.cpu_s if self.cpu_s is not None else math.ceil(self.timeout_s) + 1
+
+
+@dataclass
+class SandboxResult:
+    """The verdict of one job and what it printed and returned."""
+
+    verdict: Verdict
+    stdout: str = ""
+    stderr: str = ""
+    return_value: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    duration_s: float = 0.0
+    truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (the verdict as its string)."""
+        return {**self.__dict__, "verdict": str(self.verdict)}  # shallow: the return value is JSON data already
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SandboxResult:
+        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+
+
+@dataclass(frozen=True)
+class SandboxJob:
+    """A script to run, or, with `function`, code that defines a function and the arguments to call it with."""
+
+    code: str
+    function: str | None = None
+    args: Sequence[Any] = ()
+
+
+# ----- the job process

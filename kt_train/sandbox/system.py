@@ -1,0 +1,101 @@
+"""Linux process controls used by the sandbox: libc calls, rlimits, privileges, network."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+from typing import Any
+
+from kt_train.sandbox.config import SandboxConfig
+
+_CLONE_NEWNET = 0x40000000
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_KEEPCAPS = 8
+_CAPABILITY_VERSION_3 = 0x20080522
+_CAP_DAC_READ_SEARCH = 2
+_LIBC: ctypes.CDLL | None = None
+
+
+def _libc() -> ctypes.CDLL:
+    """The C library (loaded once per process, before the job processes are forked)."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+        for name in ("prctl", "capset", "unshare"):
+            getattr(_LIBC, name, None)  # resolve the symbols now, not in every job process
+    return _LIBC
+
+
+def unshare_network() -> bool:
+    """Move this process into a new, empty network namespace; False where not permitted."""
+    try:
+        return _libc().unshare(_CLONE_NEWNET) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def prctl(option: int, value: int) -> bool:
+    try:
+        return _libc().prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def disarm_sockets() -> None:
+    """Make socket creation raise in this process (used where no network namespace is available)."""
+    import _socket
+    import socket
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError("network access is disabled in the sandbox")
+
+    for module in (socket, _socket):
+        for name in ("socket", "socketpair", "fromfd", "create_connection", "create_server", "getaddrinfo"):
+            if hasattr(module, name):
+                setattr(module, name, refuse)
+
+
+def _address_space() -> int:
+    """Current virtual memory size of this process in bytes."""
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    try:
+        return int(os.read(fd, 256).split()[0]) * resource.getpagesize()
+    finally:
+        os.close(fd)
+
+
+def set_limits(config: SandboxConfig, own_uid: bool) -> None:
+    memory = _address_space() + config.memory_mb * 1024 * 1024
+    cpu = config.cpu_limit_s
+    limits = [
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_FSIZE, config.file_size_mb * 1024 * 1024, config.file_size_mb * 1024 * 1024),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if own_uid:
+        limits.append((resource.RLIMIT_NPROC, config.max_processes, config.max_processes))
+    for which, soft, hard in limits:
+        resource.setrlimit(which, (soft, hard))
+
+
+def drop_privileges(uid: int, capability: Any) -> None:
+    """Become `uid`/gid `uid` with no groups, keeping only CAP_DAC_READ_SEARCH (to import from root-only paths).
+
+    The supervisor set PR_SET_KEEPCAPS, so the permitted set survives setresuid; capset then cuts it down, and a
+    failure there must stop the job (it would keep every capability).
+    """
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if capability is not None and _libc().capset(*capability) != 0:
+        raise PermissionError(f"capset failed: {os.strerror(ctypes.get_errno())}")
+
+
+def read_search_capability() -> Any:
+    """capset(2) arguments that keep only CAP_DAC_READ_SEARCH (effective and permitted), built before forking."""
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    bit = 1 << _CAP_DAC_READ_SEARCH
+    return header, (ctypes.c_uint32 * 6)(bit, bit, 0, 0, 0, 0)  # effective, permitted, inheritable (x2)

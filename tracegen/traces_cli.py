@@ -9,6 +9,7 @@ from typing import Any
 
 from kt_train.cli import fail
 from tracegen.traces import DEFAULT_MAX_LINES
+from tracegen.translate_cli import add_translate_command
 
 
 def _collect(args: argparse.Namespace) -> int:
@@ -55,3 +56,4 @@ def register(subparsers: Any) -> None:
     )
     collect.add_argument("--quiet", action="store_true", help="no progress bar")
     collect.set_defaults(handler=_collect)
+    add_translate_command(commands)

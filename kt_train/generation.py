@@ -1,0 +1,208 @@
+"""One interface for generating text: `GenerationBackend.generate(prompts, sampling)`.
+
+Backends: `TransformersBackend` (any HF causal LM, CPU or GPU) and `VLLMBackend` (needs the `vllm` extra). Both
+share the plain helpers below for prompt filtering, stop-string truncation and result shaping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from kt_train.models import DType, get_model, get_tokenizer, resolve_model_path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass
+class SamplingConfig:
+    """How to sample completions."""
+
+    temperature: float = field(default=0.6, metadata={"help": "Sampling temperature; 0 means greedy decoding."})
+    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling: keep the smallest top-p token mass."})
+    top_k: int = field(default=20, metadata={"help": "Sample among the k most likely tokens (0 disables)."})
+    max_new_tokens: int = field(default=8192, metadata={"help": "Most tokens generated per completion."})
+    n: int = field(default=1, metadata={"help": "Completions per prompt."})
+    seed: int = field(default=42, metadata={"help": "Random seed, for reproducible sampling."})
+    stop: list[str] | None = field(
+        default=None, metadata={"help": "Stop strings: text is cut after the first one, which is kept."}
+    )
+    max_prompt_chars: int = field(
+        default=32768, metadata={"help": "Longer prompts are not generated for; their result is None."}
+    )
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@runtime_checkable
+class GenerationBackend(Protocol):
+    """Generates `sampling.n` texts per prompt; None for prompts dropped (longer than `max_prompt_chars`)."""
+
+    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]: ...
+
+
+# ---- shared helpers (used by every backend) -------------------------------------------------------------------
+
+
+def kept_indices(prompts: Sequence[str], max_prompt_chars: int) -> list[int]:
+    """Indices of the prompts that are short enough to be sent to the model."""
+    return [i for i, prompt in enumerate(prompts) if len(prompt) <= max_prompt_chars]
+
+
+def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """Cut `text` right after the earliest occurrence of any stop string (the stop string is kept)."""
+    ends = [pos + len(s) for s in stop or () if s and (pos := text.find(s)) >= 0]
+    return text[: min(ends)] if ends else text
+
+
+def chat_messages(prompt: str) -> list[dict[str, str]]:
+    """A prompt as a single-user-message conversation."""
+    return [{"role": "user", "content": prompt}]
+
+
+def shape_results(
+    n_prompts: int, kept: Sequence[int], outputs: Sequence[Sequence[str]], stop: Sequence[str] | None
+) -> list[list[str] | None]:
+    """Place the outputs of the kept prompts at their positions (None elsewhere), truncated at stop strings."""
+    if len(kept) != len(outputs):
+        raise ValueError(f"{len(outputs)} outputs for {len(kept)} prompts")
+    results: list[list[str] | None] = [None] * n_prompts
+    for index, texts in zip(kept, outputs, strict=True):
+        results[index] = [truncate_at_stop(text, stop) for text in texts]
+    return results
+
+
+# ---- transformers ---------------------------------------------------------------------------------------------
+
+
+class TransformersBackend:
+    """Batched `model.generate` with left padding; deterministic for a given seed and batch composition."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        batch_size: int = 4,
+        apply_chat_template: bool = True,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(model.name_or_path)
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.batch_size = batch_size
+        self.apply_chat_template = apply_chat_template
+
+    def _format(self, prompt: str) -> str:
+        if not self.apply_chat_template:
+            return prompt
+        return self.tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
+
+    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
+        import torch
+        from tqdm.auto import tqdm
+
+        kept = kept_indices(prompts, sampling.max_prompt_chars)
+        texts = [self._format(prompts[i]) for i in kept]
+        greedy = sampling.temperature == 0
+        gen_kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "do_sample": not greedy}
+        if not greedy:
+            gen_kwargs |= {
+                "temperature": sampling.temperature,
+                "top_p": sampling.top_p,
+                "top_k": sampling.top_k,
+                "num_return_sequences": sampling.n,
+            }
+        if sampling.stop:  # stop early; the text is cut exactly by shape_results
+            gen_kwargs |= {"stop_strings": list(sampling.stop), "tokenizer": self.tokenizer}
+        outputs: list[list[str]] = []
+        device = self.model.device
+        batches = range(0, len(texts), self.batch_size)
+        for start in tqdm(batches, desc="generate", unit="batch", disable=not batches):
+            batch = texts[start : start + self.batch_size]
+            enc = self.tokenizer(
+                batch,
+                return_tensors="pt",
+                padding=True,
+                padding_side="left",
+                add_special_tokens=not self.apply_chat_template,  # the chat template holds them already
+            ).to(device)
+            torch.manual_seed(sampling.seed)
+            with torch.inference_mode():
+                out = self.model.generate(**enc, pad_token_id=self.tokenizer.pad_token_id, **gen_kwargs)
+            decoded = self.tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            per_prompt = 1 if greedy else sampling.n
+            for j in range(len(batch)):
+                group = decoded[j * per_prompt : (j + 1) * per_prompt]
+                outputs.append(group * sampling.n if greedy else group)  # greedy: n identical texts
+        return shape_results(len(prompts), kept, outputs, sampling.stop)
+
+
+# ---- vLLM -----------------------------------------------------------------------------------------------------
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise ImportError(
+            "the vLLM backend needs the `vllm` extra: pip install 'kt-train[vllm]' (Linux with a CUDA GPU)"
+        ) from exc
+    return vllm
+
+
+class VLLMBackend:
+    """Thin wrapper over `vllm.LLM`; `llm_kwargs` go to `vllm.LLM` (e.g. dtype, gpu_memory_utilization)."""
+
+    def __init__(self, model: str, apply_chat_template: bool = True, **llm_kwargs: Any) -> None:
+        self._vllm = _import_vllm()
+        self.llm = self._vllm.LLM(model=resolve_model_path(model), **llm_kwargs)
+        self.apply_chat_template = apply_chat_template
+
+    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
+        kept = kept_indices(prompts, sampling.max_prompt_chars)
+        params = self._vllm.SamplingParams(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            max_tokens=sampling.max_new_tokens,
+            n=sampling.n,
+            seed=sampling.seed,
+            stop=sampling.stop,
+            include_stop_str_in_output=True,
+        )
+        if self.apply_chat_template:
+            conversations = [chat_messages(prompts[i]) for i in kept]
+            results = self.llm.chat(conversations, params, add_generation_prompt=True, use_tqdm=True)
+        else:
+            results = self.llm.generate([prompts[i] for i in kept], params, use_tqdm=True)
+        outputs = [[completion.text for completion in result.outputs] for result in results]
+        return shape_results(len(prompts), kept, outputs, sampling.stop)
+
+
+# ---- factory --------------------------------------------------------------------------------------------------
+
+
+def get_backend(name: Literal["transformers", "vllm"], model: str, **kwargs: Any) -> GenerationBackend:
+    """Build a backend for `model` (embedded name, local path or hub id).
+
+    transformers: kwargs `dtype`, `device`, `chat_template` go to the loaders, the rest to `TransformersBackend`.
+    vllm: kwargs go to `VLLMBackend` (and from there to `vllm.LLM`).
+    """
+    if name == "transformers":
+        dtype: DType = kwargs.pop("dtype", "auto")
+        device: str = kwargs.pop("device", "cpu")
+        tokenizer = get_tokenizer(model, chat_template=kwargs.pop("chat_template", None))
+        return TransformersBackend(get_model(model, dtype=dtype, device=device), tokenizer, **kwargs)
+    if name == "vllm":
+        return VLLMBackend(model, **kwargs)
+    raise ValueError(f"unknown generation backend {name!r}; choose 'transformers' or 'vllm'")

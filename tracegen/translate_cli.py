@@ -26,12 +26,18 @@ def _translate(args: argparse.Namespace) -> int:
         return fail("--max-steps must be >= 2")
     if not 0.0 <= args.min_value_share <= 1.0:
         return fail("--min-value-share must be between 0 and 1")
+    sampling = None
+    if args.backend != "template":
+        from kt_train.generation import SamplingConfig
+
+        sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
     try:
         summary = translate_traces(
             Path(args.traces),
             Path(args.output),
             backend=args.backend,
             model=args.model,
+            sampling=sampling,
             progress=not args.quiet,
             max_steps=args.max_steps,
             min_value_share=args.min_value_share,
@@ -70,9 +76,9 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _load_tokenizer(name: str) -> Any:
-    from transformers import AutoTokenizer
+    from kt_train.models import get_tokenizer
 
-    return AutoTokenizer.from_pretrained(name)
+    return get_tokenizer(name)
 
 
 def add_translate_command(commands: Any) -> None:
@@ -93,6 +99,9 @@ def add_translate_command(commands: Any) -> None:
         default=DEFAULT_MIN_VALUE_SHARE,
         help="LLM backends: least share of the trace's values the text must state",
     )
+    translate.add_argument("--max-new-tokens", type=int, default=8192, help="LLM backends: tokens per translation")
+    translate.add_argument("--temperature", type=float, default=0.6, help="LLM backends: sampling temperature")
+    translate.add_argument("--seed", type=int, default=42, help="LLM backends: sampling seed")
     translate.add_argument("--quiet", action="store_true", help="no progress bar")
     translate.set_defaults(handler=_translate)
 

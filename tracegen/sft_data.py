@@ -28,8 +28,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracegen.records import read_jsonl
 from tracegen.tasks import Task, dumps
-from tracegen.translate import TRANSLATIONS_FILE, read_jsonl
+from tracegen.translate import TRANSLATIONS_FILE
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"

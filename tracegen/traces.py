@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +43,7 @@ from typing import Any
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
 from tracegen.algorithms import ALGORITHMS, Algorithm
+from tracegen.records import read_jsonl, write_jsonl
 
 CORPUS_FILE = "rtce.json"
 TRACES_FILE = "traces.jsonl"
@@ -249,26 +249,7 @@ def trace_tasks(
 
 def _load_records(path: Path) -> dict[str, dict[str, Any]]:
     """The records of an existing traces.jsonl by id; a torn last line (interrupted run) is dropped."""
-    records: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return records
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and "id" in record:
-            records[record["id"]] = record
-    return records
-
-
-def _write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Replace `path` atomically by `records`, one JSON object a line."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    return {record["id"]: record for record in read_jsonl(path)}
 
 
 def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -333,7 +314,7 @@ def collect_traces(
     output.mkdir(parents=True, exist_ok=True)
     path = output / TRACES_FILE
     done = _load_records(path)
-    _write_records(path, done.values())  # drops a torn last line before appending
+    write_jsonl(path, done.values())  # drops a torn last line before appending
     todo = [t for t in tasks if t.id not in done]
     config = config or SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
     if todo:
@@ -355,7 +336,7 @@ def collect_traces(
             if bar is not None:
                 bar.close()
     records = [done.pop(t.id) for t in tasks]
-    _write_records(path, [*records, *(done[key] for key in sorted(done))])  # others (other algorithms) are kept
+    write_jsonl(path, [*records, *(done[key] for key in sorted(done))])  # others (other algorithms) are kept
     summary = summarize(records)
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracegen.records import read_jsonl, write_jsonl
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
@@ -353,30 +353,6 @@ def _resolve_backend(backend: str | Any, model: str | None, sampling: Any) -> tu
 
         sampling = SamplingConfig()
     return backend, sampling, str(getattr(backend, "name", type(backend).__name__))
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file; a torn (unparsable) line is skipped."""
-    records = []
-    if not path.exists():
-        return records
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and "id" in record:
-            records.append(record)
-    return records
-
-
-def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Replace `path` atomically by `records`, one JSON object a line."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
 
 
 def _output_record(record: Mapping[str, Any], text: str | None, kept: bool, reason: str | None, name: str) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -22,13 +21,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from benchutil import DOC, fmt_rate, git_revision, invocation, load_average, machine_line, now
+from benchutil import DOC, fmt_rate, git_revision, invocation, load_average, machine_line, now, update_doc
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, Verdict
 
 PROGRAM = "def f(x):\n    return sum(range(x))\n"
 TARGET_SPEEDUP = 20.0
-SECTION_TITLE = "## Sandbox"
 KEY = "sandbox"
 
 
@@ -133,18 +131,6 @@ def report(runs: list[Run], command: str, workers: int, load_start: float) -> st
     return "\n".join(lines)
 
 
-def write_section(body: str) -> None:
-    """Replace (or append) the sandbox section of docs/benchmarks.md."""
-    marked = f"<!-- bench:{KEY} -->\n{body.strip()}\n<!-- /bench:{KEY} -->"
-    text = DOC.read_text() if DOC.exists() else ""
-    pattern = re.compile(rf"<!-- bench:{KEY} -->.*?<!-- /bench:{KEY} -->", re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: marked, text, count=1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION_TITLE}\n\n{marked}\n"
-    DOC.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--programs", type=int, default=1000, help="programs per pass")
@@ -157,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     body = report(runs, invocation("bench_sandbox.py", argv), args.workers, load_start)
     print(body)
     if not args.no_doc:
-        write_section(body)
+        update_doc(KEY, body)
         print(f"wrote the {KEY} section of {DOC}", file=sys.stderr)
     return 0
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchutil import DOC, git_revision, invocation, load_average, machine_line, now
+from benchutil import DOC, git_revision, invocation, load_average, machine_line, now, update_doc
 
 from kt_train.sandbox import SandboxConfig, SandboxPool
 from tracegen.algorithms import ALGORITHMS
@@ -44,7 +43,6 @@ from tracegen.traces import (
 )
 
 TARGET_SPEEDUP = 3.0
-SECTION_TITLE = "## Traces"
 KEY = "traces"
 CONFIG = SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
 
@@ -187,18 +185,6 @@ def report(runs: list[Run], command: str, workers: int, load_start: float, full:
     return "\n".join(lines)
 
 
-def write_section(body: str) -> None:
-    """Replace (or append) the traces section of docs/benchmarks.md."""
-    marked = f"<!-- bench:{KEY} -->\n{body.strip()}\n<!-- /bench:{KEY} -->"
-    text = DOC.read_text() if DOC.exists() else ""
-    pattern = re.compile(rf"<!-- bench:{KEY} -->.*?<!-- /bench:{KEY} -->", re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: marked, text, count=1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION_TITLE}\n\n{marked}\n"
-    DOC.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmark", metavar="DIR", help="a `kt rtce build` output (default: build one in /tmp)")
@@ -221,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     body = report(runs, invocation("bench_traces.py", argv), args.workers, load_start, full, len(corpus))
     print(body)
     if not args.no_doc:
-        write_section(body)
+        update_doc(KEY, body)
         print(f"wrote the {KEY} section of {DOC}", file=sys.stderr)
     return 0
 

@@ -262,6 +262,8 @@ def run_measured(cmd: list[str], interval: float = 0.1, env: dict[str, str] | No
 SECTIONS = {
     "dsl-generate": "DSL corpus generation (1M pairs)",
     "official": "Side by side with the official generator",
+    "sandbox": "Sandbox",
+    "traces": "Traces",
 }
 
 

@@ -33,6 +33,7 @@ decoder then returns another text, raises, or loops until the timeout): the reco
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 from collections import Counter
@@ -43,7 +44,7 @@ from typing import Any
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
 from tracegen.algorithms import ALGORITHMS, Algorithm
-from tracegen.records import read_jsonl, write_jsonl
+from tracegen.records import run_resumable
 
 CORPUS_FILE = "rtce.json"
 TRACES_FILE = "traces.jsonl"
@@ -247,11 +248,6 @@ def trace_tasks(
     return [make_record(t, results.get(t.id), max_lines) for t in tasks]
 
 
-def _load_records(path: Path) -> dict[str, dict[str, Any]]:
-    """The records of an existing traces.jsonl by id; a torn last line (interrupted run) is dropped."""
-    return {record["id"]: record for record in read_jsonl(path)}
-
-
 def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Kept and dropped counts overall and per algorithm and direction, with the reasons of the dropped."""
     per: dict[str, dict[str, dict[str, Any]]] = {}
@@ -313,39 +309,21 @@ def collect_traces(
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     path = output / TRACES_FILE
-    done = _load_records(path)
-    write_jsonl(path, done.values())  # drops a torn last line before appending
-    todo = [t for t in tasks if t.id not in done]
     config = config or SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
-    if todo:
-        bar = _progress_bar(len(tasks), len(tasks) - len(todo)) if progress else None
-        try:
-            with (
-                SandboxPool(workers=workers, preload=("json", "snoop"), config=config) as pool,
-                path.open("a", encoding="utf-8") as handle,
-            ):
-                for start in range(0, len(todo), BATCH_SIZE):
-                    batch = todo[start : start + BATCH_SIZE]
-                    for record in trace_tasks(batch, pool, max_lines, max_value_chars):
-                        done[record["id"]] = record
-                        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    handle.flush()
-                    if bar is not None:
-                        bar.update(len(batch))
-        finally:
-            if bar is not None:
-                bar.close()
-    records = [done.pop(t.id) for t in tasks]
-    write_jsonl(path, [*records, *(done[key] for key in sorted(done))])  # others (other algorithms) are kept
+    with contextlib.ExitStack() as stack:
+        pools: list[SandboxPool] = []  # started only when something is left to trace
+
+        def trace(batch: Sequence[TraceTask]) -> list[dict[str, Any]]:
+            if not pools:
+                pools.append(
+                    stack.enter_context(SandboxPool(workers=workers, preload=("json", "snoop"), config=config))
+                )
+            return trace_tasks(batch, pools[0], max_lines, max_value_chars)
+
+        records = run_resumable(path, tasks, lambda t: t.id, trace, BATCH_SIZE, progress, "traces")
     summary = summarize(records)
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
-
-
-def _progress_bar(total: int, initial: int) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc="traces", unit="trace")
 
 
 __all__ = [

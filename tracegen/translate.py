@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracegen.records import read_jsonl, write_jsonl
+from tracegen.records import read_jsonl, run_resumable
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
@@ -448,36 +448,14 @@ def translate_traces(
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     path = output / TRANSLATIONS_FILE
-    done = {r["id"]: r for r in read_jsonl(path)}
-    write_jsonl(path, done.values())  # drops a torn last line before appending
-    todo = [r for r in records if r["id"] not in done]
-    bar = _progress_bar(len(records), len(records) - len(todo)) if progress and todo else None
-    try:
-        with path.open("a", encoding="utf-8") as handle:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start : start + batch_size]
-                for out in translate_batch(
-                    batch, engine, sampling, name, max_steps=max_steps, min_value_share=min_value_share
-                ):
-                    done[out["id"]] = out
-                    handle.write(json.dumps(out, ensure_ascii=False) + "\n")
-                handle.flush()
-                if bar is not None:
-                    bar.update(len(batch))
-    finally:
-        if bar is not None:
-            bar.close()
-    ordered = [done.pop(r["id"]) for r in records]
-    write_jsonl(path, [*ordered, *(done[key] for key in sorted(done))])
+
+    def translate(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return translate_batch(batch, engine, sampling, name, max_steps=max_steps, min_value_share=min_value_share)
+
+    ordered = run_resumable(path, records, lambda r: r["id"], translate, batch_size, progress, "translations")
     summary = {"backend": name, **summarize(ordered)}
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
-
-
-def _progress_bar(total: int, initial: int) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc="translations", unit="trace")
 
 
 __all__ = [

@@ -37,6 +37,8 @@ OFFICIAL_DIR ?= /tmp/official
 
 bench: setup
 	$(PY) bench/bench_dsl_generate.py
+	$(PY) bench/bench_sandbox.py
+	$(PY) bench/bench_traces.py
 	@if [ -f $(OFFICIAL_DIR)/src/synthetic_data_generation/generate_data.py ]; then \
 		$(PY) bench/compare_official.py --official-dir $(OFFICIAL_DIR); \
 	else \

@@ -29,7 +29,7 @@ Figures measured by the scripts under `bench/`; each script rewrites its own sec
 
 ```
 make setup && . .venv/bin/activate
-make bench               # = python bench/bench_dsl_generate.py: 1M pairs end to end (~1 min)
+make bench               # 1M DSL pairs, sandbox, traces (+ the official comparison with /tmp/official)
 python bench/bench_dsl_generate.py --repeats 3 --check-determinism   # the figures below (~4 min)
 pip install pandas       # needed by the official generator only (not a project dependency)
 python bench/compare_official.py --official-dir /tmp/official       # side by side (~4 min)

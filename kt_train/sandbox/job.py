@@ -12,36 +12,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, Verdict
-from kt_train.sandbox.system import disarm_sockets, drop_privileges, set_limits
+from kt_train.sandbox.system import Limits, disarm_sockets, drop_privileges, set_limits
 
 _RESULT_FD = 3
 
 
 def _redirect(null: int, out_w: int, err_w: int, res_w: int) -> None:
-    """stdin from /dev/null, stdout/stderr into the capture pipes, the result pipe on fd 3; close the rest."""
+    """stdin from /dev/null, stdout/stderr into the capture pipes, the result pipe on fd 3; close the rest.
+
+    sys.stdout and sys.stderr already write to fds 1 and 2 (`worker_context` made sure of it).
+    """
     for source, target in ((null, 0), (out_w, 1), (err_w, 2), (res_w, _RESULT_FD)):
         os.dup2(source, target)
     os.closerange(_RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    for name, fd in (("stdout", 1), ("stderr", 2)):  # the worker's own streams already use fds 1 and 2
-        stream = getattr(sys, name)
-        try:
-            ok = stream.fileno() == fd
-        except (AttributeError, ValueError, OSError):
-            ok = False
-        if not ok:
-            setattr(sys, name, open(fd, "w", closefd=False, encoding="utf-8", errors="backslashreplace"))  # noqa: SIM115
 
 
-def _prepare_child(config: SandboxConfig, workdir: str, uid: int | None, capability: Any, block_net: bool) -> None:
+def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: Limits) -> None:
     os.setsid()
     os.chdir(workdir)
     if uid is not None:
         os.chown(workdir, uid, uid)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest was set by the worker (BASE_ENV)
-    set_limits(config, own_uid=uid is not None)
+    set_limits(limits)
     if uid is not None:
-        drop_privileges(uid, capability)
-    if block_net:
+        drop_privileges(uid, context.capability)
+    if context.block_net:
         disarm_sockets()
 
 
@@ -111,13 +106,13 @@ class JobContext:
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
-def child_main(job: SandboxJob, context: JobContext, workdir: str, fds: tuple[int, int, int]) -> None:
+def child_main(job: SandboxJob, context: JobContext, workdir: str, fds: tuple[int, int, int], limits: Limits) -> None:
     """Body of the job process: never returns."""
     kill, getresuid = os.kill, os.getresuid  # the job may replace them; keep the real ones
     uid = UID_BASE + os.getpid() if context.drop else None
     try:
         _redirect(context.devnull, *fds)
-        _prepare_child(context.config, workdir, uid, context.capability, context.block_net)
+        _prepare_child(context, workdir, uid, limits)
         outcome = _execute(job)
     except BaseException as exc:  # setting up failed (e.g. a limit could not be set)
         outcome = _error(exc)

@@ -18,6 +18,8 @@ from kt_train.sandbox.system import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_KEEPCAPS,
     PR_SET_NO_NEW_PRIVS,
+    address_space,
+    job_limits,
     prctl,
     read_search_capability,
     unshare_network,
@@ -124,18 +126,18 @@ def _terminate(pid: int, pidfd: int, config: SandboxConfig, uid: int | None) -> 
         os.kill(pid, signal.SIGKILL)
 
 
-def _wait(pidfd: int, streams: dict[int, _Capped], result_fd: int, deadline: float) -> bool:
-    """Pump the pipes until the job has exited (and its result pipe is read); False on timeout."""
-    while not _exited(pidfd):
+def _wait(pidfd: int, streams: dict[int, _Capped], deadline: float) -> bool:
+    """Read the pipes until the job process has exited; False on timeout. One select per wake-up."""
+    watched = [pidfd, *streams]
+    while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        ready, _, _ = select.select([*streams, pidfd], [], [], remaining)
-        _read_ready([fd for fd in ready if fd != pidfd], streams)
-    end = time.monotonic() + 0.2  # a descendant that escaped the kill may still hold the result pipe
-    while result_fd in streams and time.monotonic() < end:
-        _pump(streams, end - time.monotonic())
-    return True
+        ready = select.select(watched, [], [], remaining)[0]
+        if ready and ready[0] == pidfd:
+            return True
+        _read_ready(ready, streams)
+        watched = [pidfd, *streams]
 
 
 def _verdict_from_status(status: int, timed_out: bool) -> dict[str, Any]:
@@ -188,22 +190,28 @@ def supervise(job: SandboxJob, context: JobContext) -> SandboxResult:
 
 
 def _run_child(job: SandboxJob, context: JobContext, workdir: str) -> SandboxResult:
-    """Fork the job process, collect its output and verdict, and kill whatever it left behind."""
+    """Fork the job process, collect its output and verdict, and kill whatever it left behind.
+
+    Between fork and the job's exit this process runs as little Python as it can: every page it writes then is
+    copied (copy-on-write), which is most of the cost of a short job.
+    """
     config = context.config
+    limits = job_limits(config, context.drop, address_space())
     (out_r, out_w), (err_r, err_w), (res_r, res_w) = os.pipe(), os.pipe(), os.pipe()
+    out, err, res = _Capped(config.max_output_bytes), _Capped(config.max_output_bytes), _Capped(None)
+    streams = {out_r: out, err_r: err, res_r: res}
     sys.stdout.flush()
     sys.stderr.flush()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        child_main(job, context, workdir, (out_w, err_w, res_w))
+        child_main(job, context, workdir, (out_w, err_w, res_w), limits)
     pidfd = os.pidfd_open(pid)
-    for fd in (out_w, err_w, res_w):
-        os.close(fd)
+    os.close(out_w)
+    os.close(err_w)
+    os.close(res_w)
+    finished = _wait(pidfd, streams, start + config.timeout_s)
     uid = UID_BASE + pid if context.drop else None
-    out, err, res = _Capped(config.max_output_bytes), _Capped(config.max_output_bytes), _Capped(None)
-    streams = {out_r: out, err_r: err, res_r: res}
-    finished = _wait(pidfd, streams, res_r, start + config.timeout_s)
     if finished:
         _killpg(pid, signal.SIGKILL)
     else:
@@ -211,6 +219,7 @@ def _run_child(job: SandboxJob, context: JobContext, workdir: str) -> SandboxRes
     _, status = os.waitpid(pid, 0)
     os.close(pidfd)
     duration = time.monotonic() - start
+    _drain(streams, until_closed=res_r)  # a descendant that escaped the kill may still hold a pipe
     outcome = _decode_outcome(bytes(res.data)) if finished else None
     if outcome is None and uid is not None:
         _kill_uid(uid)
@@ -234,14 +243,21 @@ def _remove(directory: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _drain(streams: dict[int, _Capped], timeout: float = 0.2) -> None:
-    """Read the rest of the pipes (all writers are dead or about to be), then close them."""
+def _drain(streams: dict[int, _Capped], timeout: float = 0.2, until_closed: int | None = None) -> None:
+    """Read the pipes to EOF for up to `timeout` seconds (all writers are dead or about to be), then close them.
+
+    With `until_closed`, stop as soon as that pipe is at EOF and leave the others open.
+    """
     end = time.monotonic() + timeout
-    while streams and time.monotonic() < end:
-        _pump(streams, end - time.monotonic())
-    for fd in streams:
-        os.close(fd)
-    streams.clear()
+    while streams and (until_closed is None or until_closed in streams):
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            break
+        _pump(streams, remaining)
+    if until_closed is None:
+        for fd in streams:
+            os.close(fd)
+        streams.clear()
 
 
 # ----- the pool
@@ -254,6 +270,18 @@ def _default_tmp_dir() -> str:
     return os.environ.get("TMPDIR") or "/tmp"
 
 
+def _streams_on_standard_fds() -> None:
+    """Make sys.stdout and sys.stderr write to fds 1 and 2, which the job processes point into their pipes."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name)
+        try:
+            ok = stream.fileno() == fd
+        except (AttributeError, ValueError, OSError):
+            ok = False
+        if not ok:
+            setattr(sys, name, open(fd, "w", closefd=False, encoding="utf-8", errors="backslashreplace"))  # noqa: SIM115
+
+
 def worker_context(config: SandboxConfig) -> JobContext:
     """Set this worker up (subreaper, no new privileges, network namespace) and describe what its jobs inherit."""
     prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -262,6 +290,7 @@ def worker_context(config: SandboxConfig) -> JobContext:
     block_net = not config.network and not unshare_network()
     capability = read_search_capability() if drop else None
     tmp_root = config.tmp_dir or _default_tmp_dir()
+    _streams_on_standard_fds()
     os.environ.clear()  # jobs see only this, plus HOME and TMPDIR: no secrets of the caller
     os.environ.update(BASE_ENV)
     return JobContext(config, drop, capability, block_net, tmp_root, os.open(os.devnull, os.O_RDONLY))

@@ -57,7 +57,7 @@ def disarm_sockets() -> None:
                 setattr(module, name, refuse)
 
 
-def _address_space() -> int:
+def address_space() -> int:
     """Current virtual memory size of this process in bytes."""
     fd = os.open("/proc/self/statm", os.O_RDONLY)
     try:
@@ -66,19 +66,28 @@ def _address_space() -> int:
         os.close(fd)
 
 
-def set_limits(config: SandboxConfig, own_uid: bool) -> None:
-    memory = _address_space() + config.memory_mb * 1024 * 1024
+Limits = tuple[tuple[int, tuple[int, int]], ...]
+
+
+def job_limits(config: SandboxConfig, own_uid: bool, base_address_space: int) -> Limits:
+    """The rlimits of a job forked from a process that maps `base_address_space` bytes (computed before the fork)."""
+    memory = base_address_space + config.memory_mb * 1024 * 1024
     cpu = config.cpu_limit_s
+    file_size = config.file_size_mb * 1024 * 1024
     limits = [
-        (resource.RLIMIT_AS, memory, memory),
-        (resource.RLIMIT_CPU, cpu, cpu + 1),
-        (resource.RLIMIT_FSIZE, config.file_size_mb * 1024 * 1024, config.file_size_mb * 1024 * 1024),
-        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_AS, (memory, memory)),
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_FSIZE, (file_size, file_size)),
+        (resource.RLIMIT_CORE, (0, 0)),
     ]
     if own_uid:
-        limits.append((resource.RLIMIT_NPROC, config.max_processes, config.max_processes))
-    for which, soft, hard in limits:
-        resource.setrlimit(which, (soft, hard))
+        limits.append((resource.RLIMIT_NPROC, (config.max_processes, config.max_processes)))
+    return tuple(limits)
+
+
+def set_limits(limits: Limits) -> None:
+    for which, values in limits:
+        resource.setrlimit(which, values)
 
 
 def drop_privileges(uid: int, capability: Any) -> None:

@@ -20,8 +20,8 @@ DEFAULT_MAX_CHARS = 32768
 def _translate(args: argparse.Namespace) -> int:
     from tracegen.translate import translate_traces
 
-    if args.backend != "template" and not args.model:
-        return fail(f"--model is required with --backend {args.backend}")
+    if args.backend == "vllm" and not args.model:
+        return fail("--model is required with --backend vllm")
     if args.max_steps < 2:
         return fail("--max-steps must be >= 2")
     if not 0.0 <= args.min_value_share <= 1.0:
@@ -29,6 +29,9 @@ def _translate(args: argparse.Namespace) -> int:
     sampling = None
     if args.backend != "template":
         from kt_train.generation import SamplingConfig
+        from kt_train.models import DEFAULT_MODEL
+
+        args.model = args.model or DEFAULT_MODEL
 
         sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
     try:
@@ -91,7 +94,7 @@ def add_translate_command(commands: Any) -> None:
     translate.add_argument("--traces", required=True, metavar="DIR", help="directory with traces.jsonl")
     translate.add_argument("--output", required=True, metavar="DIR")
     translate.add_argument("--backend", choices=BACKENDS, default="template", help="template: no model (default)")
-    translate.add_argument("--model", default=None, metavar="M", help="model for the transformers/vllm backends")
+    translate.add_argument("--model", default=None, metavar="M", help="model for the LLM backends (transformers: default the embedded smollm2-135m-instruct)")
     translate.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="template: narrated steps")
     translate.add_argument(
         "--min-value-share",

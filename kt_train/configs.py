@@ -1,0 +1,75 @@
+"""Training configs: TRL's SFTConfig with W&B fields and faster CPU defaults; the recipes' common data arguments.
+
+Recipes parse `(their ScriptArguments, SFTConfig, ModelConfig)` with `trl.TrlParser`, so a YAML recipe may hold any
+key of the three; an unknown key fails loudly (TrlParser's default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import trl
+
+from kt_train.models import DEFAULT_MODEL
+
+
+@dataclass
+class SFTConfig(trl.SFTConfig):
+    """trl.SFTConfig plus W&B naming (open-r1's fields). Defaults differ from TRL's where speed allows (see below).
+
+    `bf16` is off on a machine without a GPU (TRL turns it on, and transformers then refuses to run on CPU).
+    Activation (gradient) checkpointing is off by default (TRL: on): recomputing activations costs about a third
+    more compute, and a small model with LoRA fits without it; turn it on for large models with
+    `activation_checkpointing: true` or TRL's older name `gradient_checkpointing: true`.
+    """
+
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "deprecated name of activation_checkpointing (None: not set)"}
+    )
+    bf16: bool | None = field(
+        default=None,
+        metadata={"help": "bfloat16 mixed precision (None: on with a GPU, off on CPU, where fp32 is faster)"},
+    )
+    wandb_entity: str | None = field(default=None, metadata={"help": "W&B entity (team or user) to log to"})
+    wandb_project: str | None = field(default=None, metadata={"help": "W&B project to log to"})
+    wandb_run_group: str | None = field(default=None, metadata={"help": "W&B group of this run"})
+    wandb_offline: bool | None = field(
+        default=None,
+        metadata={"help": "log W&B offline (None: offline unless logged in, i.e. WANDB_API_KEY or a netrc entry)"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.bf16 is None and not self.fp16 and not torch.cuda.is_available():
+            self.bf16 = False
+        super().__post_init__()
+
+
+@dataclass
+class DataArguments:
+    """Where a recipe's data comes from; each recipe adds its own fields."""
+
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "a dataset directory (HF `save_to_disk`, parquet/JSONL files) or hub id; None: build the "
+            "recipe's default corpus"
+        },
+    )
+    dataset_train_split: str = field(default="train", metadata={"help": "split to train on"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "train on the first N rows after shuffling with the seed (None: all)"}
+    )
+    drop_longer: bool = field(
+        default=True,
+        metadata={"help": "drop rows over max_length tokens instead of truncating them (the answer comes last)"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_train_samples is not None and self.max_train_samples < 1:
+            raise ValueError("max_train_samples must be >= 1")
+
+
+def model_name(model_args: trl.ModelConfig) -> str:
+    """The model to train: `model_name_or_path`, else the embedded default."""
+    return model_args.model_name_or_path or DEFAULT_MODEL

@@ -1,0 +1,95 @@
+"""Models and tokenizers for training, from TRL's ModelConfig: full, LoRA or QLoRA (4-bit NF4 base)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+from trl import ModelConfig, get_quantization_config
+
+from kt_train.configs import SFTConfig, model_name
+from kt_train.models import get_tokenizer, resolve_model_path
+
+logger = logging.getLogger(__name__)
+
+
+def model_dtype(model_args: ModelConfig) -> Any:
+    """The torch dtype of ModelConfig.dtype ("auto" and None pass through)."""
+    if model_args.dtype in ("auto", None):
+        return model_args.dtype
+    return getattr(torch, model_args.dtype)
+
+
+def get_training_tokenizer(model_args: ModelConfig, training_args: SFTConfig) -> PreTrainedTokenizerBase:
+    """The model's tokenizer with a pad token; the chat template stays the tokenizer's unless the config overrides it
+    (`chat_template_path`, applied by TRL's SFTTrainer)."""
+    tokenizer = get_tokenizer(model_name(model_args))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def get_training_model(model_args: ModelConfig, training_args: SFTConfig) -> PreTrainedModel:
+    """Load the base model (4-bit or 8-bit when asked: QLoRA); TRL adds the LoRA adapter from `get_peft_config`."""
+    quantization_config = get_quantization_config(model_args)
+    model = AutoModelForCausalLM.from_pretrained(
+        resolve_model_path(model_name(model_args)),
+        revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
+        attn_implementation=model_args.attn_implementation,
+        dtype=model_dtype(model_args),
+        use_cache=not training_args.gradient_checkpointing,
+        device_map=_kbit_device_map() if quantization_config is not None else None,
+        quantization_config=quantization_config,
+    )
+    if quantization_config is not None:
+        keep_4bit_trainable(model)
+    return model
+
+
+def _kbit_device_map() -> dict[str, int] | None:
+    """Quantized weights go to this process's GPU; None (CPU) without one."""
+    if not torch.cuda.is_available():
+        return None
+    from accelerate import PartialState
+
+    return {"": PartialState().local_process_index}
+
+
+def keep_4bit_trainable(model: torch.nn.Module) -> int:
+    """Stop bitsandbytes from repacking 4-bit weights for CPU inference; return the number of layers changed.
+
+    On CPUs with AVX512-BF16, a no-grad forward in eval mode (e.g. `generate` before training) converts each
+    Linear4bit weight in place to a packed inference layout through which no gradient flows back: training then
+    silently updates only the adapters of the last layers. Turning the conversion off keeps every layer trainable.
+    """
+    changed = 0
+    for module in model.modules():
+        if getattr(module, "support_avx512bf16_for_cpu", False):
+            module.support_avx512bf16_for_cpu = False
+            changed += 1
+    return changed
+
+
+def packed_for_inference(model: torch.nn.Module) -> list[str]:
+    """Names of 4-bit layers whose weights were already repacked for CPU inference (no longer trainable)."""
+    names = []
+    for name, module in model.named_modules():
+        weight = getattr(module, "weight", None)
+        state = getattr(weight, "quant_state", None)
+        if state is not None and getattr(state, "packing_format_for_cpu", False):
+            names.append(name)
+    return names
+
+
+def check_trainable(model: torch.nn.Module) -> None:
+    """Raise if a 4-bit layer was repacked for inference before training (see `keep_4bit_trainable`)."""
+    packed = packed_for_inference(model)
+    if packed:
+        raise RuntimeError(
+            f"{len(packed)} 4-bit layers (e.g. {packed[0]}) were repacked for CPU inference by a no-grad forward "
+            "before training, so gradients cannot flow through them; load the model with get_training_model (which "
+            "prevents this) or reload it before training"
+        )

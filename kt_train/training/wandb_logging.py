@@ -1,0 +1,50 @@
+"""W&B for a training run: offline unless the user is logged in, files inside the run's output directory."""
+
+from __future__ import annotations
+
+import netrc
+import os
+from pathlib import Path
+
+from kt_train.configs import SFTConfig
+
+_WANDB_HOST = "api.wandb.ai"
+
+
+def logged_in() -> bool:
+    """Whether W&B credentials exist (WANDB_API_KEY, or a ~/.netrc entry for api.wandb.ai as `wandb login` writes)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        return netrc.netrc().authenticators(_WANDB_HOST) is not None
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+
+
+def reports_to_wandb(training_args: SFTConfig) -> bool:
+    report_to = training_args.report_to
+    return report_to == "wandb" or report_to == "all" or (isinstance(report_to, list) and "wandb" in report_to)
+
+
+def init_wandb_training(training_args: SFTConfig) -> Path | None:
+    """Set the WANDB_* environment for the Trainer's W&B callback; return the W&B directory (None: W&B is off).
+
+    Offline (WANDB_MODE=offline) when `wandb_offline` is True, or when it is None and nobody is logged in; an
+    explicit WANDB_MODE in the environment wins. WANDB_DIR is the run's output directory (W&B writes `wandb/` there).
+    """
+    if not reports_to_wandb(training_args):
+        return None
+    for key, value in (
+        ("WANDB_ENTITY", training_args.wandb_entity),
+        ("WANDB_PROJECT", training_args.wandb_project),
+        ("WANDB_RUN_GROUP", training_args.wandb_run_group),
+    ):
+        if value is not None:
+            os.environ[key] = value
+    offline = training_args.wandb_offline if training_args.wandb_offline is not None else not logged_in()
+    if offline:
+        os.environ.setdefault("WANDB_MODE", "offline")
+    directory = Path(training_args.output_dir).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    os.environ["WANDB_DIR"] = str(directory)
+    return directory

@@ -1,0 +1,143 @@
+"""SFT runtime on the real embedded model: LoRA steps, adapter save/reload/merge, resume, W&B offline, QLoRA."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from peft import PeftModel
+from safetensors.torch import load_file
+from trl import ModelConfig
+
+from kt_train.configs import DataArguments, SFTConfig
+from kt_train.models import DEFAULT_MODEL, get_model, get_tokenizer
+from kt_train.training.sft import SFTRun, run_sft
+
+PROBE = "Question: what is 7 + 8? Answer:"
+
+
+def chat_dataset(rows: int = 24) -> Dataset:
+    chats = []
+    for i in range(rows):
+        a, b = i % 7 + 1, i % 5 + 2
+        chats.append(
+            [{"role": "user", "content": f"What is {a} + {b}?"}, {"role": "assistant", "content": f"{a + b}"}]
+        )
+    return Dataset.from_dict({"messages": chats})
+
+
+def training_args(output_dir: Path, **overrides: object) -> SFTConfig:
+    values: dict[str, object] = {
+        "output_dir": str(output_dir),
+        "max_steps": 2,
+        "per_device_train_batch_size": 4,
+        "learning_rate": 1e-3,
+        "max_length": 128,
+        "logging_steps": 1,
+        "save_steps": 1,
+        "report_to": [],
+        "use_cpu": True,
+        "seed": 7,
+        "disable_tqdm": True,
+    }
+    values.update(overrides)
+    return SFTConfig(**values)
+
+
+LORA = ModelConfig(use_peft=True, lora_r=8, lora_alpha=16, lora_dropout=0.0, lora_target_modules=["all-linear"])
+
+
+def _probe_logits(model: torch.nn.Module) -> torch.Tensor:
+    tokenizer = get_tokenizer(DEFAULT_MODEL)
+    ids = tokenizer(PROBE, return_tensors="pt")
+    model.eval()
+    with torch.no_grad():
+        return model(**ids).logits
+
+
+@pytest.fixture(scope="module")
+def lora_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[SFTRun, Path, dict[str, torch.Tensor]]:
+    output = tmp_path_factory.mktemp("lora")
+    base_before = {k: v.clone() for k, v in get_model(DEFAULT_MODEL).state_dict().items()}
+    run = run_sft(chat_dataset(), DataArguments(), training_args(output), LORA, dataset_name="arith", tags=["test"])
+    return run, output, base_before
+
+
+def test_lora_step_changes_adapter_and_not_base(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
+    run, output, base_before = lora_run
+    adapter = load_file(output / "adapter_model.safetensors")
+    lora_b = {k: v for k, v in adapter.items() if "lora_B" in k}
+    assert len(lora_b) == 30 * 7  # every linear layer of the 30 blocks
+    assert all(v.abs().sum() > 0 for v in lora_b.values())  # B starts at zero: training moved every one
+    base_after = run.trainer.model.get_base_model().state_dict()
+    frozen = {k.replace(".base_layer", ""): v for k, v in base_after.items() if "lora_" not in k}
+    assert set(frozen) == set(base_before)
+    assert all(torch.equal(frozen[k], base_before[k]) for k in base_before)
+    assert run.metrics["train_samples"] == 24
+    assert run.trainer.state.global_step == 2
+
+
+def test_saved_outputs(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
+    _, output, _ = lora_run
+    for name in ("adapter_config.json", "train_results.json", "trainer_state.json", "README.md", "tokenizer.json"):
+        assert (output / name).is_file(), name
+    generation = json.loads((output / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == get_tokenizer(DEFAULT_MODEL).eos_token_id
+    assert "kt-train" in (output / "README.md").read_text()
+
+
+def test_adapter_save_reload_merge_same_logits(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
+    run, output, _ = lora_run
+    trained = _probe_logits(run.trainer.model)
+    reloaded = PeftModel.from_pretrained(get_model(DEFAULT_MODEL, dtype="float32"), str(output))
+    assert torch.allclose(_probe_logits(reloaded), trained, atol=1e-4)
+    merged = reloaded.merge_and_unload()
+    assert torch.allclose(_probe_logits(merged), trained, atol=1e-4)
+    assert not torch.allclose(_probe_logits(get_model(DEFAULT_MODEL, dtype="float32")), trained, atol=1e-3)
+
+
+def test_resume_continues_the_step_count(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]], tmp_path: Path):
+    _, output, _ = lora_run
+    resumed_dir = tmp_path / "resumed"
+    shutil.copytree(output, resumed_dir)
+    shutil.rmtree(resumed_dir / "checkpoint-2")  # as if killed after step 1: resume from checkpoint-1
+    run = run_sft(chat_dataset(), DataArguments(), training_args(resumed_dir, max_steps=3), LORA, dataset_name="arith")
+    assert run.trainer.state.global_step == 3
+    steps = [entry["step"] for entry in run.trainer.state.log_history if "loss" in entry]
+    assert steps == [1, 2, 3]  # step 1 from the checkpoint's history, 2 and 3 trained now
+    state = json.loads((resumed_dir / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+
+
+def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR", "WANDB_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc: not logged in
+    monkeypatch.setenv("NETRC", str(tmp_path / "missing-netrc"))
+    output = tmp_path / "run"
+    args = training_args(output, max_steps=1, report_to=["wandb"], wandb_project="kt-test", save_strategy="no")
+    run_sft(chat_dataset(8), DataArguments(), args, LORA, dataset_name="arith")
+    runs = list((output / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("*.wandb"))
+
+
+def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:
+    from kt_train.training.sft import prepare_dataset
+
+    long_chat = [{"role": "user", "content": "word " * 300}, {"role": "assistant", "content": "ok"}]
+    dataset = Dataset.from_dict({"messages": [*chat_dataset(4)["messages"], long_chat]})
+    prepared = prepare_dataset(dataset, DataArguments(), training_args(tmp_path), get_tokenizer(DEFAULT_MODEL))
+    assert len(prepared) == 4
+    assert set(prepared.column_names) == {"prompt", "completion"}
+    with pytest.raises(ValueError, match="no training rows"):
+        prepare_dataset(
+            Dataset.from_dict({"messages": [long_chat]}),
+            DataArguments(),
+            training_args(tmp_path),
+            get_tokenizer(DEFAULT_MODEL),
+        )

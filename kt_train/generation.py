@@ -162,10 +162,19 @@ def _import_vllm() -> Any:
 class VLLMBackend:
     """Thin wrapper over `vllm.LLM`; `llm_kwargs` go to `vllm.LLM` (e.g. dtype, gpu_memory_utilization)."""
 
-    def __init__(self, model: str, apply_chat_template: bool = True, **llm_kwargs: Any) -> None:
+    def __init__(
+        self, model: str, apply_chat_template: bool = True, adapter: str | None = None, **llm_kwargs: Any
+    ) -> None:
         self._vllm = _import_vllm()
+        if adapter is not None:
+            llm_kwargs.setdefault("enable_lora", True)
         self.llm = self._vllm.LLM(model=resolve_model_path(model), **llm_kwargs)
         self.apply_chat_template = apply_chat_template
+        self.lora_request = None
+        if adapter is not None:
+            from vllm.lora.request import LoRARequest
+
+            self.lora_request = LoRARequest("adapter", 1, adapter)
 
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
         """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
@@ -182,9 +191,13 @@ class VLLMBackend:
         )
         if self.apply_chat_template:
             conversations = [chat_messages(prompts[i]) for i in kept]
-            results = self.llm.chat(conversations, params, add_generation_prompt=True, use_tqdm=True)
+            results = self.llm.chat(
+                conversations, params, add_generation_prompt=True, use_tqdm=True, lora_request=self.lora_request
+            )
         else:
-            results = self.llm.generate([prompts[i] for i in kept], params, use_tqdm=True)
+            results = self.llm.generate(
+                [prompts[i] for i in kept], params, use_tqdm=True, lora_request=self.lora_request
+            )
         outputs = [[completion.text for completion in result.outputs] for result in results]
         return shape_results(len(prompts), kept, outputs, sampling.stop)
 
@@ -195,14 +208,21 @@ class VLLMBackend:
 def get_backend(name: Literal["transformers", "vllm"], model: str, **kwargs: Any) -> GenerationBackend:
     """Build a backend for `model` (embedded name, local path or hub id).
 
-    transformers: kwargs `dtype`, `device`, `chat_template` go to the loaders, the rest to `TransformersBackend`.
-    vllm: kwargs go to `VLLMBackend` (and from there to `vllm.LLM`).
+    `adapter` is a saved PEFT (LoRA) adapter of `model` to generate with. transformers: kwargs `dtype`, `device`,
+    `chat_template` go to the loaders, the rest to `TransformersBackend`; the adapter is merged into the weights.
+    vllm: kwargs go to `VLLMBackend` (and from there to `vllm.LLM`); the adapter is served with a LoRARequest.
     """
     if name == "transformers":
         dtype: DType = kwargs.pop("dtype", "auto")
         device: str = kwargs.pop("device", "cpu")
+        adapter = kwargs.pop("adapter", None)
         tokenizer = get_tokenizer(model, chat_template=kwargs.pop("chat_template", None))
-        return TransformersBackend(get_model(model, dtype=dtype, device=device), tokenizer, **kwargs)
+        loaded = get_model(model, dtype=dtype, device=device)
+        if adapter is not None:
+            from peft import PeftModel
+
+            loaded = PeftModel.from_pretrained(loaded, adapter).merge_and_unload()
+        return TransformersBackend(loaded, tokenizer, **kwargs)
     if name == "vllm":
         return VLLMBackend(model, **kwargs)
     raise ValueError(f"unknown generation backend {name!r}; choose 'transformers' or 'vllm'")

@@ -94,7 +94,12 @@ def add_translate_command(commands: Any) -> None:
     translate.add_argument("--traces", required=True, metavar="DIR", help="directory with traces.jsonl")
     translate.add_argument("--output", required=True, metavar="DIR")
     translate.add_argument("--backend", choices=BACKENDS, default="template", help="template: no model (default)")
-    translate.add_argument("--model", default=None, metavar="M", help="model for the LLM backends (transformers: default the embedded smollm2-135m-instruct)")
+    translate.add_argument(
+        "--model",
+        default=None,
+        metavar="M",
+        help="model for the LLM backends (transformers: default the embedded smollm2-135m-instruct)",
+    )
     translate.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="template: narrated steps")
     translate.add_argument(
         "--min-value-share",

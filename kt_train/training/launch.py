@@ -1,0 +1,31 @@
+"""A recipe's entry point: parse `(script args, SFTConfig, ModelConfig)` with TrlParser; one line on bad input."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from trl import ModelConfig, TrlParser
+
+from kt_train.configs import SFTConfig
+from kt_train.models import ModelUnavailableError
+from kt_train.training.data import DatasetUnavailableError
+
+USER_ERRORS = (ValueError, FileNotFoundError, DatasetUnavailableError, ModelUnavailableError)
+
+
+def recipe_parser(script_arguments: type) -> TrlParser:
+    """The parser of a recipe; unknown YAML keys fail (TrlParser's default)."""
+    return TrlParser((script_arguments, SFTConfig, ModelConfig))
+
+
+def launch(main: Callable[..., Any], script_arguments: type, argv: list[str] | None = None) -> int:
+    """Parse the command line (and `--config` YAML) and run `main`; a broken config or missing data or model gives
+    one `error:` line and exit status 2 instead of a traceback."""
+    try:
+        main(*recipe_parser(script_arguments).parse_args_and_config(argv))
+    except USER_ERRORS as exc:
+        print(f"{sys.argv[0]}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,127 @@
+"""RTCE SFT (paper §6.3, Appendix D): one LoRA adapter per algorithm on execution-trace reasoning.
+
+Usage:
+
+    # CPU, the embedded SmolLM2-135M-Instruct (minutes; what `make demo` runs)
+    accelerate launch --config_file accelerate_configs/cpu.yaml recipes/sft_rtce.py \\
+        --config recipes/smollm2-135m/sft_rtce/config_cpu.yaml
+
+    # the paper: QwQ-32B, LoRA r8 on all linear layers, 4 GPUs with ZeRO-3, one launch per algorithm
+    for algorithm in lzw ae rle huffman; do
+        accelerate launch --config_file accelerate_configs/zero3.yaml recipes/sft_rtce.py \\
+            --config recipes/QwQ-32B/sft_rtce/config_paper.yaml --algorithms $algorithm
+    done
+
+Data: `dataset_name` is a corpus made by `kt sft-data build` (one dataset folder per algorithm); without it the
+default corpus (benchmark -> traces -> template translations -> SFT chats, evaluation inputs held out) is built
+once and cached under the kt-train cache (`$KT_TRAIN_CACHE`). Adapters go to `output_dir/<algorithm>/`. With
+`eval_after_training`, the main process then scores the base model and every adapter on held-out inputs in a
+separate process (`kt eval adapters`; a model cannot be reloaded inside a live ZeRO-3 process).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelerate import PartialState
+from trl import ModelConfig
+
+from kt_train.configs import DataArguments, SFTConfig
+from kt_train.models import cache_dir
+from kt_train.training.data import DatasetUnavailableError, load_training_dataset
+from kt_train.training.launch import launch
+from kt_train.training.sft import run_sft
+from tracegen.algorithms import ALGORITHMS
+from tracegen.pipeline import EVAL_IDS_FILE, CorpusSettings, build_rtce_sft_corpus
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RTCEScriptArguments(DataArguments):
+    """Which adapters to train and the default corpus they are trained on."""
+
+    algorithms: list[str] = field(
+        default_factory=lambda: ["lzw", "ae", "rle", "huffman"],
+        metadata={"help": "one adapter per algorithm, trained one after the other", "choices": sorted(ALGORITHMS)},
+    )
+    corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
+    num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
+    eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
+    template_max_steps: int = field(default=40, metadata={"help": "default corpus: steps each trace narration shows"})
+    eval_after_training: bool = field(
+        default=False, metadata={"help": "score base vs adapters on held-out inputs afterwards (separate process)"}
+    )
+    eval_items: int = field(default=5, metadata={"help": "held-out inputs per algorithm in that evaluation"})
+    eval_max_new_tokens: int = field(default=512, metadata={"help": "tokens per answer in that evaluation"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        unknown = sorted(set(self.algorithms) - set(ALGORITHMS))
+        if unknown or not self.algorithms:
+            raise ValueError(f"algorithms must be a non-empty subset of {sorted(ALGORITHMS)}, got {unknown}")
+
+    def corpus_settings(self) -> CorpusSettings:
+        return CorpusSettings(self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps)
+
+
+def corpus_dir(script_args: RTCEScriptArguments) -> Path:
+    """The SFT corpus: `dataset_name`, else the cached default corpus (built by the main process first)."""
+    if script_args.dataset_name is not None:
+        return Path(script_args.dataset_name)
+    settings = script_args.corpus_settings()
+    root = cache_dir() / "data" / settings.key()
+    with PartialState().main_process_first():
+        build_rtce_sft_corpus(root, settings, progress=PartialState().is_main_process)
+    return root / "sft"
+
+
+def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
+    """The training arguments of one algorithm's adapter: its own output folder and run name."""
+    args = copy.copy(training_args)
+    args.output_dir = str(Path(training_args.output_dir) / algorithm)
+    args.run_name = f"{Path(training_args.output_dir).name}-{algorithm}"
+    return args
+
+
+def evaluate_adapters(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    """Score the base model and the adapters on held-out inputs in a fresh process (`kt eval adapters`)."""
+    corpus = corpus_dir(script_args).parent
+    output = Path(training_args.output_dir)
+    command = [
+        sys.executable, "-m", "kt_train.cli", "eval", "adapters",
+        "--benchmark", str(corpus / "benchmark"),
+        "--ids", str(corpus / EVAL_IDS_FILE),
+        "--output", str(output / "eval"),
+        "--items", str(script_args.eval_items),
+        "--max-new-tokens", str(script_args.eval_max_new_tokens),
+        "--seed", str(training_args.seed),
+        *(["--model", model_args.model_name_or_path] if model_args.model_name_or_path else []),
+        *(arg for algorithm in script_args.algorithms for arg in ("--adapter", f"{algorithm}={output / algorithm}")),
+    ]  # fmt: skip
+    logger.info("evaluating in a separate process: %s", " ".join(command))
+    subprocess.run(command, check=True)
+
+
+def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    corpus = corpus_dir(script_args)
+    for algorithm in script_args.algorithms:
+        if not (corpus / algorithm).is_dir():
+            raise DatasetUnavailableError(f"no {algorithm} dataset in {corpus} (no kept traces for it?)")
+        dataset = load_training_dataset(str(corpus / algorithm), script_args.dataset_train_split)
+        args = adapter_args(training_args, algorithm)
+        run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}", tags=["rtce", algorithm])
+    if script_args.eval_after_training and PartialState().is_main_process:
+        evaluate_adapters(script_args, training_args, model_args)
+    PartialState().wait_for_everyone()
+
+
+SCRIPT_ARGUMENTS = RTCEScriptArguments
+
+if __name__ == "__main__":
+    sys.exit(launch(main, SCRIPT_ARGUMENTS))

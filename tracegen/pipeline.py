@@ -1,0 +1,96 @@
+"""The default RTCE SFT corpus pipeline: benchmark -> traces -> template translations -> held-out ids -> SFT data.
+
+Each stage writes into its own folder of `output_dir` and is skipped when its completion marker (the `summary.json`
+every stage writes last) exists, so a killed build resumes and a finished one is a cache hit. Deterministic for a
+given seed. Layout: `benchmark/`, `traces/`, `translations/`, `eval_ids.json`, `sft/<algorithm>/`, `sft/all/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUMMARY_FILE = "summary.json"
+EVAL_IDS_FILE = "eval_ids.json"
+
+
+@dataclass(frozen=True)
+class CorpusSettings:
+    """What the default corpus is built from; `key()` names its cache folder."""
+
+    seed: int = field(default=42, metadata={"help": "seed of the benchmark inputs and of the held-out choice"})
+    num_inputs: int = field(default=250, metadata={"help": "benchmark inputs (the paper: 250)"})
+    eval_fraction: float = field(
+        default=0.2, metadata={"help": "share of the inputs held out for evaluation (spread over the categories)"}
+    )
+    template_max_steps: int = field(default=40, metadata={"help": "steps the template translator narrates"})
+
+    def __post_init__(self) -> None:
+        if self.num_inputs < 1:
+            raise ValueError("num_inputs must be >= 1")
+        if not 0.0 <= self.eval_fraction < 1.0:
+            raise ValueError("eval_fraction must be in [0, 1)")
+        if self.template_max_steps < 2:
+            raise ValueError("template_max_steps must be >= 2")
+
+    def key(self) -> str:
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:10]
+        return f"rtce-sft-seed{self.seed}-n{self.num_inputs}-{digest}"
+
+
+def choose_eval_ids(items: list[dict[str, Any]], fraction: float, seed: int) -> list[str]:
+    """Held-out item ids: `int(fraction * len(items))` of them, spread over the categories (round robin over the
+    categories, each category's ids in a seeded order), so every category is held out about equally."""
+    by_category: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        by_category[item["category"]].append(item["id"])
+    queues = []
+    for category, ids in sorted(by_category.items()):
+        order = sorted(ids)
+        random.Random(f"eval-ids/{seed}/{category}").shuffle(order)
+        queues.append(order)
+    round_robin = [ids[i] for i in range(max(map(len, queues), default=0)) for ids in queues if i < len(ids)]
+    return sorted(round_robin[: int(fraction * len(items))])
+
+
+def _stage(directory: Path, build: Callable[[], Any]) -> None:
+    if not (directory / SUMMARY_FILE).is_file():
+        build()
+
+
+def build_rtce_sft_corpus(
+    output_dir: Path | str, settings: CorpusSettings | None = None, workers: int | None = None, progress: bool = True
+) -> Path:
+    """Build (or finish, or reuse) the corpus under `output_dir`; return `output_dir`."""
+    from tracegen.benchmark import CORPUS_FILE, build_benchmark
+    from tracegen.sft_data import build_sft_data
+    from tracegen.traces import collect_traces
+    from tracegen.translate import translate_traces
+
+    settings = settings or CorpusSettings()
+    root = Path(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    benchmark, traces, translations, sft = (root / n for n in ("benchmark", "traces", "translations", "sft"))
+    _stage(benchmark, lambda: build_benchmark(benchmark, settings.seed, settings.num_inputs, progress=progress))
+    _stage(traces, lambda: collect_traces(benchmark, traces, workers=workers, progress=progress))
+    _stage(
+        translations,
+        lambda: translate_traces(traces, translations, progress=progress, max_steps=settings.template_max_steps),
+    )
+    eval_ids_path = root / EVAL_IDS_FILE
+    if not eval_ids_path.is_file():
+        items = json.loads((benchmark / CORPUS_FILE).read_text(encoding="utf-8"))
+        eval_ids = choose_eval_ids(items, settings.eval_fraction, settings.seed)
+        eval_ids_path.write_text(json.dumps(eval_ids, indent=1) + "\n", encoding="utf-8")
+    _stage(sft, lambda: build_sft_data(translations, sft, benchmark_dir=benchmark, eval_ids=eval_ids_path))
+    (root / "settings.json").write_text(json.dumps(asdict(settings), indent=2) + "\n", encoding="utf-8")
+    return root
+
+
+__all__ = ["EVAL_IDS_FILE", "CorpusSettings", "build_rtce_sft_corpus", "choose_eval_ids"]

@@ -1,0 +1,44 @@
+"""SeqCoder training pairs (KT paper §4): a sequence in, the DSL program that prints it out, as chat rows.
+
+The same prompt is used for training (`to_seqcoder_chat`) and evaluation, so scores are comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+PROMPT = (
+    "Write the shortest program in the KT sequence DSL whose `output` is exactly this sequence of integers. "
+    "Answer with the program only, one assignment per line.\n\nSequence: {sequence}"
+)
+
+
+def seqcoder_prompt(sequence: Sequence[int]) -> str:
+    """The user turn for a sequence."""
+    return PROMPT.format(sequence=" ".join(str(int(v)) for v in sequence))
+
+
+def to_seqcoder_chat(row: dict[str, Any]) -> dict[str, Any]:
+    """A corpus row (`sequence`, `program`) as a conversational prompt/completion pair."""
+    return {
+        "prompt": [{"role": "user", "content": seqcoder_prompt(row["sequence"])}],
+        "completion": [{"role": "assistant", "content": row["program"]}],
+    }
+
+
+def build_kt_corpus(output: Path, num_pairs: int, seed: int, workers: int = 1, progress: bool = True) -> Path:
+    """The deduplicated program-sequence corpus of `num_pairs` pairs (cached: a finished corpus is reused)."""
+    from dsl.corpus import CorpusRequest, generate_corpus
+    from dsl.dataset_io import read_manifest
+    from dsl.selection import Target
+
+    if read_manifest(output) is None:
+        command = f"kt dsl generate --num-pairs {num_pairs} --seed {seed} --output OUT"
+        target = Target(pairs=num_pairs)
+        generate_corpus(CorpusRequest(output, seed, target, workers=workers, command=command, progress=progress))
+    return output
+
+
+__all__ = ["PROMPT", "build_kt_corpus", "seqcoder_prompt", "to_seqcoder_chat"]

@@ -28,16 +28,19 @@ from kt_train.training.wandb_logging import init_wandb_training
 logger = logging.getLogger(__name__)
 
 
-def prepare_dataset(dataset: Dataset, data_args: DataArguments, training_args: SFTConfig, tokenizer: Any) -> Dataset:
-    """Prompt/completion rows, sampled and length-filtered as the data arguments say."""
+def prepare_dataset(
+    dataset: Dataset, data_args: DataArguments, training_args: SFTConfig, tokenizer: Any
+) -> tuple[Dataset, int]:
+    """Prompt/completion rows, sampled and length-filtered as the data arguments say; also the rows dropped."""
     dataset = take_samples(to_prompt_completion(dataset), data_args.max_train_samples, training_args.seed)
+    dropped = 0
     if data_args.drop_longer and training_args.max_length is not None:
         dataset, dropped = drop_longer_than(dataset, tokenizer, training_args.max_length)
         if dropped:
             logger.info("dropped %d rows over max_length=%d tokens", dropped, training_args.max_length)
     if len(dataset) == 0:
         raise ValueError(f"no training rows left (max_length={training_args.max_length}, drop_longer=True)")
-    return dataset
+    return dataset, dropped
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -66,7 +69,7 @@ def run_sft(
     set_seed(training_args.seed)
     init_wandb_training(training_args)
     tokenizer = get_training_tokenizer(model_args, training_args)
-    train_dataset = prepare_dataset(dataset, data_args, training_args, tokenizer)
+    train_dataset, dropped = prepare_dataset(dataset, data_args, training_args, tokenizer)
     checkpoint = training_args.resume_from_checkpoint or last_checkpoint(training_args.output_dir)
     if checkpoint is not None:
         logger.info("resuming from %s", checkpoint)
@@ -79,7 +82,7 @@ def run_sft(
     )
     check_trainable(trainer.model)
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    metrics = {**result.metrics, "train_samples": len(train_dataset)}
+    metrics = {**result.metrics, "train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()

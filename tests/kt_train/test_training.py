@@ -131,8 +131,9 @@ def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:
 
     long_chat = [{"role": "user", "content": "word " * 300}, {"role": "assistant", "content": "ok"}]
     dataset = Dataset.from_dict({"messages": [*chat_dataset(4)["messages"], long_chat]})
-    prepared = prepare_dataset(dataset, DataArguments(), training_args(tmp_path), get_tokenizer(DEFAULT_MODEL))
-    assert len(prepared) == 4
+    tokenizer = get_tokenizer(DEFAULT_MODEL)
+    prepared, dropped = prepare_dataset(dataset, DataArguments(), training_args(tmp_path), tokenizer)
+    assert (len(prepared), dropped) == (4, 1)
     assert set(prepared.column_names) == {"prompt", "completion"}
     with pytest.raises(ValueError, match="no training rows"):
         prepare_dataset(

@@ -1,0 +1,101 @@
+"""The SeqCoder and NL recipes train for real on small generated data; QLoRA trains every layer's adapter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+from trl import ModelConfig, get_quantization_config
+
+from dsl.seqcoder import build_kt_corpus
+from kt_train.configs import SFTConfig
+from kt_train.models import DEFAULT_MODEL, get_tokenizer, resolve_model_path
+from kt_train.training.launch import launch
+from kt_train.training.model import check_trainable, get_training_model
+
+from .test_recipe_configs import ROOT, load_recipe
+
+QUICK = ["--max_steps", "1", "--warmup_steps", "0", "--per_device_train_batch_size", "2", "--report_to", "none"]
+QUICK += ["--save_strategy", "no"]
+
+
+def _lora_b(adapter_dir: Path) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in load_file(adapter_dir / "adapter_model.safetensors").items() if "lora_B" in k}
+
+
+def test_sft_kt_on_a_small_corpus(tmp_path: Path) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
+    recipe = load_recipe("sft_kt")
+    config = ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"
+    out = tmp_path / "out"
+    argv = ["--config", str(config), "--dataset_name", str(corpus), "--output_dir", str(out), *QUICK]
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    lora_b = _lora_b(out)
+    assert len(lora_b) == 210 and all(v.abs().sum() > 0 for v in lora_b.values())
+    results = json.loads((out / "train_results.json").read_text())
+    assert results["train_samples"] + results["train_rows_over_max_length"] == 40
+
+
+def nl_chats(rows: int = 12) -> Dataset:
+    chats = []
+    for i in range(rows):
+        a, b = i + 2, i % 4 + 3
+        problem = f"Sam has {a} apples and buys {b} bags with {a} apples each. How many apples does Sam have?"
+        chats.append([{"role": "user", "content": problem}, {"role": "assistant", "content": f"{a} + {b} * {a}"}])
+    return Dataset.from_dict({"messages": chats})
+
+
+@pytest.mark.slow
+def test_sft_nl_qlora_trains_every_layer(tmp_path: Path) -> None:
+    data = tmp_path / "nl.jsonl"
+    nl_chats().to_json(str(data))
+    recipe = load_recipe("sft_nl")
+    config = ROOT / "recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml"
+    out = tmp_path / "out"
+    argv = ["--config", str(config), "--dataset_name", str(data), "--output_dir", str(out), *QUICK]
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    lora_b = _lora_b(out)
+    assert len(lora_b) == 210 and all(v.abs().sum() > 0 for v in lora_b.values())
+    assert json.loads((out / "adapter_config.json").read_text())["r"] == 16
+
+
+def _grads_after_generate(model: torch.nn.Module) -> tuple[int, int]:
+    """Generate without gradients (the pitfall), then one backward through LoRA: (B matrices, B with a gradient)."""
+    from peft import LoraConfig, get_peft_model
+
+    tokenizer = get_tokenizer(DEFAULT_MODEL)
+    ids = tokenizer("Sam has 3 apples and buys 2 more.", return_tensors="pt")
+    model.eval()
+    with torch.no_grad():
+        model.generate(**ids, max_new_tokens=2, do_sample=False)
+    peft_model = get_peft_model(model, LoraConfig(r=8, target_modules="all-linear"))
+    peft_model.train()
+    peft_model(**ids, labels=ids["input_ids"]).loss.backward()
+    grads = [p.grad for n, p in peft_model.named_parameters() if "lora_B" in n]
+    return len(grads), sum(g is not None and bool(g.abs().sum() > 0) for g in grads)
+
+
+@pytest.mark.slow
+def test_generate_before_qlora_training_is_guarded() -> None:
+    model_args = ModelConfig(model_name_or_path=DEFAULT_MODEL, load_in_4bit=True, use_bnb_nested_quant=True)
+    training_args = SFTConfig(output_dir="unused", use_cpu=True, report_to=[])
+    model = get_training_model(model_args, training_args)  # turns the CPU repacking of 4-bit weights off
+    total, with_grad = _grads_after_generate(model)
+    assert total == 210 and with_grad == total
+    check_trainable(model)
+
+    raw = AutoModelForCausalLM.from_pretrained(  # a plain load, as without get_training_model
+        resolve_model_path(DEFAULT_MODEL), quantization_config=get_quantization_config(model_args), dtype="float32"
+    )
+    if not any(getattr(m, "support_avx512bf16_for_cpu", False) for m in raw.modules()):
+        pytest.skip("bitsandbytes does not repack 4-bit weights on this CPU (no AVX512-BF16)")
+    raw.eval()
+    with torch.no_grad():
+        raw.generate(**get_tokenizer(DEFAULT_MODEL)("hi", return_tensors="pt"), max_new_tokens=1)
+    with pytest.raises(RuntimeError, match="repacked for CPU inference"):
+        check_trainable(raw)

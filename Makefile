@@ -26,8 +26,11 @@ test: setup
 test-fast: setup
 	$(VENV)/bin/pytest -q -m "not slow"
 
+# The main job on the embedded default: RTCE data and traces, one LoRA adapter per algorithm, base vs adapters on
+# held-out inputs (separate process), W&B offline run, report. Everything under outputs/ (git-ignored).
 demo: setup
-	$(VENV)/bin/kt dsl generate --num-pairs 100000 --seed 42 --output outputs/demo/kt-dsl-100k
+	$(VENV)/bin/accelerate launch --config_file accelerate_configs/cpu.yaml --num_cpu_threads_per_process $(shell nproc) \
+		recipes/sft_rtce.py --config recipes/smollm2-135m/sft_rtce/config_cpu.yaml
 
 quality: setup
 	$(VENV)/bin/ruff check .

@@ -35,6 +35,7 @@ from kt_train.configs import DataArguments, SFTConfig
 from kt_train.models import cache_dir
 from kt_train.training.data import DatasetUnavailableError, load_training_dataset
 from kt_train.training.launch import launch
+from kt_train.training.report import wandb_runs, write_report
 from kt_train.training.sft import run_sft
 from tracegen.algorithms import ALGORITHMS
 from tracegen.pipeline import EVAL_IDS_FILE, CorpusSettings, build_rtce_sft_corpus
@@ -116,9 +117,20 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
         dataset = load_training_dataset(str(corpus / algorithm), script_args.dataset_train_split)
         args = adapter_args(training_args, algorithm)
         run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}", tags=["rtce", algorithm])
-    if script_args.eval_after_training and PartialState().is_main_process:
-        evaluate_adapters(script_args, training_args, model_args)
-    PartialState().wait_for_everyone()
+    state = PartialState()
+    if state.is_main_process:
+        output = Path(training_args.output_dir)
+        if script_args.eval_after_training:
+            evaluate_adapters(script_args, training_args, model_args)
+        report = write_report(
+            output, script_args.algorithms, "RTCE SFT: one adapter per algorithm", output / "eval" / "report.md"
+        )
+        print(f"adapters: {', '.join(str(output / a) for a in script_args.algorithms)}")
+        print(f"report: {report}")
+        runs = [run for a in script_args.algorithms for run in wandb_runs(output / a)]
+        if runs:
+            print(f"W&B runs (sync with `wandb sync DIR` when offline): {', '.join(map(str, runs))}")
+    state.wait_for_everyone()
 
 
 SCRIPT_ARGUMENTS = RTCEScriptArguments

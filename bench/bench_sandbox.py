@@ -128,7 +128,9 @@ def report(runs: list[Run], command: str, workers: int, load_start: float) -> st
         "0.6 ms (0.48 ms for a bare `python -I -S`); a job adds about 370 faults in the child (compiling and running "
         "its code, JSON) and about 210 in the worker (every page Python writes after a fork is write-protected). "
         "Jobs must not share a process, so the fork per job is the floor: a stripped-down fork loop with the same "
-        "steps and no result handling took about 1.4 ms per job on one core: under 20x even if it scaled perfectly to two cores (it did not: two such loops side by side took 3.9 ms per job each).",
+        "steps and no result handling took about 1.4 ms per job on one core: "
+        "under 20x even if it scaled perfectly to two cores (it did not: two such loops side by side took 3.9 ms "
+        "per job each).",
         f"- Load average at the start: {load_start:.2f}; at the end: {load_average():.2f}.",
     ]
     return "\n".join(lines)

@@ -18,7 +18,8 @@ from kt_train.models import DEFAULT_MODEL
 class SFTConfig(trl.SFTConfig):
     """trl.SFTConfig plus W&B naming (open-r1's fields). Defaults differ from TRL's where speed allows (see below).
 
-    `bf16` is off on a machine without a GPU (TRL turns it on, and transformers then refuses to run on CPU).
+    On a machine without a GPU, `use_cpu` is set (accelerate then uses gloo, so ZeRO-3 really runs on several CPU
+    processes) and `bf16` is off unless asked for (TRL turns it on by default).
     Activation (gradient) checkpointing is off by default (TRL: on): recomputing activations costs about a third
     more compute, and a small model with LoRA fits without it; turn it on for large models with
     `activation_checkpointing: true` or TRL's older name `gradient_checkpointing: true`.
@@ -40,8 +41,12 @@ class SFTConfig(trl.SFTConfig):
     )
 
     def __post_init__(self) -> None:
-        if self.bf16 is None and not self.fp16 and not torch.cuda.is_available():
-            self.bf16 = False
+        if not torch.cuda.is_available():
+            # Without use_cpu, accelerate finds no distributed backend on CPU and every DeepSpeed rank believes it
+            # is alone (num_processes=1); with it, gloo is used and ZeRO-3 runs on 2 CPU processes.
+            self.use_cpu = True
+            if self.bf16 is None and not self.fp16:
+                self.bf16 = False
         super().__post_init__()
 
 

@@ -28,4 +28,15 @@ def launch(main: Callable[..., Any], script_arguments: type, argv: list[str] | N
     except USER_ERRORS as exc:
         print(f"{sys.argv[0]}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        _end_distributed()
     return 0
+
+
+def _end_distributed() -> None:
+    """Destroy the process group (gloo ranks otherwise abort at exit: "terminate called without an active
+    exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

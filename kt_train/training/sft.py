@@ -82,7 +82,12 @@ def run_sft(
     )
     check_trainable(trainer.model)
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    metrics = {**result.metrics, "train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
+    metrics = {
+        **result.metrics,
+        "train_samples": len(train_dataset),
+        "train_rows_over_max_length": dropped,
+        "world_size": training_args.world_size,
+    }
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()

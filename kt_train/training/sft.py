@@ -12,7 +12,6 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
@@ -20,7 +19,7 @@ from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 from trl import ModelConfig, SFTTrainer, get_peft_config
 
-from kt_train.configs import DataArguments, SFTConfig, model_name
+from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import drop_longer_than, take_samples, to_prompt_completion
 from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer
 from kt_train.training.wandb_logging import init_wandb_training
@@ -128,10 +127,4 @@ def _finish_wandb() -> None:
         wandb.finish()
 
 
-def adapter_dirs(output_dir: str | Path) -> list[Path]:
-    """Directories under `output_dir` (itself included) that hold a saved PEFT adapter."""
-    root = Path(output_dir)
-    return sorted(p.parent for p in root.glob("**/adapter_config.json") if "checkpoint-" not in str(p.parent))
-
-
-__all__ = ["SFTRun", "adapter_dirs", "last_checkpoint", "model_name", "prepare_dataset", "run_sft", "save_outputs"]
+__all__ = ["SFTRun", "last_checkpoint", "prepare_dataset", "run_sft", "save_outputs"]

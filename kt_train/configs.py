@@ -63,7 +63,8 @@ class DataArguments:
     )
     dataset_train_split: str = field(default="train", metadata={"help": "split to train on"})
     max_train_samples: int | None = field(
-        default=None, metadata={"help": "train on the first N rows after shuffling with the seed (None: all)"}
+        default=None,
+        metadata={"help": "train on N rows (after dropping rows over max_length), drawn with the seed (None: all)"},
     )
     drop_longer: bool = field(
         default=True,

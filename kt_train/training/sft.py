@@ -30,13 +30,14 @@ logger = logging.getLogger(__name__)
 def prepare_dataset(
     dataset: Dataset, data_args: DataArguments, training_args: SFTConfig, tokenizer: Any
 ) -> tuple[Dataset, int]:
-    """Prompt/completion rows, sampled and length-filtered as the data arguments say; also the rows dropped."""
-    dataset = take_samples(to_prompt_completion(dataset), data_args.max_train_samples, training_args.seed)
+    """Prompt/completion rows, length-filtered, then sampled as the data arguments say; also the rows dropped."""
+    dataset = to_prompt_completion(dataset)
     dropped = 0
     if data_args.drop_longer and training_args.max_length is not None:
         dataset, dropped = drop_longer_than(dataset, tokenizer, training_args.max_length)
         if dropped:
             logger.info("dropped %d rows over max_length=%d tokens", dropped, training_args.max_length)
+    dataset = take_samples(dataset, data_args.max_train_samples, training_args.seed)
     if len(dataset) == 0:
         raise ValueError(f"no training rows left (max_length={training_args.max_length}, drop_longer=True)")
     return dataset, dropped

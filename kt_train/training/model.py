@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,9 +25,15 @@ def model_dtype(model_args: ModelConfig) -> Any:
 
 
 def get_training_tokenizer(model_args: ModelConfig, training_args: SFTConfig) -> PreTrainedTokenizerBase:
-    """The model's tokenizer with a pad token; the chat template stays the tokenizer's unless the config overrides it
-    (`chat_template_path`, applied by TRL's SFTTrainer)."""
+    """The model's tokenizer with a pad token and its own chat template, unless the config overrides it with
+    `chat_template_path`: a .jinja file is applied here (so lengths are measured with it), a model folder or hub id
+    is cloned by TRL's SFTTrainer."""
     tokenizer = get_tokenizer(model_name(model_args))
+    template = training_args.chat_template_path
+    if template is not None and template.endswith((".jinja", ".j2")):
+        if not os.path.isfile(template):
+            raise FileNotFoundError(f"chat_template_path {template}: no such file")
+        tokenizer.chat_template = Path(template).read_text(encoding="utf-8")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -142,3 +142,17 @@ def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:
             training_args(tmp_path),
             get_tokenizer(DEFAULT_MODEL),
         )
+
+
+def test_chat_template_override(tmp_path: Path) -> None:
+    from kt_train.training.model import get_training_tokenizer
+
+    template = tmp_path / "plain.jinja"
+    template.write_text("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}")
+    args = training_args(tmp_path, chat_template_path=str(template))
+    tokenizer = get_training_tokenizer(LORA, args)
+    rendered = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+    assert rendered == "<user>hi\n"
+    assert get_training_tokenizer(LORA, training_args(tmp_path)).chat_template != tokenizer.chat_template
+    with pytest.raises(FileNotFoundError):
+        get_training_tokenizer(LORA, training_args(tmp_path, chat_template_path=str(tmp_path / "missing.jinja")))

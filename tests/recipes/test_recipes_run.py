@@ -24,19 +24,20 @@ QUICK = ["--max_steps", "1", "--warmup_steps", "0", "--per_device_train_batch_si
 QUICK += ["--save_strategy", "no"]
 
 
-def _lora_b(adapter_dir: Path) -> dict[str, torch.Tensor]:
-    return {k: v for k, v in load_file(adapter_dir / "adapter_model.safetensors").items() if "lora_B" in k}
+def train_quickly(task: str, config: str, data: Path, out: Path) -> dict[str, torch.Tensor]:
+    """One optimizer step of recipes/<task>.py with `config` on `data`; the LoRA B matrices it saved (all trained)."""
+    recipe = load_recipe(task)
+    argv = ["--config", str(ROOT / config), "--dataset_name", str(data), "--output_dir", str(out), *QUICK]
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    lora_b = {k: v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k}
+    assert len(lora_b) == 30 * 7 and all(v.abs().sum() > 0 for v in lora_b.values())
+    return lora_b
 
 
 def test_sft_kt_on_a_small_corpus(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
-    recipe = load_recipe("sft_kt")
-    config = ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"
     out = tmp_path / "out"
-    argv = ["--config", str(config), "--dataset_name", str(corpus), "--output_dir", str(out), *QUICK]
-    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
-    lora_b = _lora_b(out)
-    assert len(lora_b) == 210 and all(v.abs().sum() > 0 for v in lora_b.values())
+    train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out)
     results = json.loads((out / "train_results.json").read_text())
     assert results["train_samples"] + results["train_rows_over_max_length"] == 40
 
@@ -54,13 +55,8 @@ def nl_chats(rows: int = 12) -> Dataset:
 def test_sft_nl_qlora_trains_every_layer(tmp_path: Path) -> None:
     data = tmp_path / "nl.jsonl"
     nl_chats().to_json(str(data))
-    recipe = load_recipe("sft_nl")
-    config = ROOT / "recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml"
     out = tmp_path / "out"
-    argv = ["--config", str(config), "--dataset_name", str(data), "--output_dir", str(out), *QUICK]
-    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
-    lora_b = _lora_b(out)
-    assert len(lora_b) == 210 and all(v.abs().sum() > 0 for v in lora_b.values())
+    train_quickly("sft_nl", "recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml", data, out)
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 16
 
 

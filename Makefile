@@ -42,6 +42,7 @@ bench: setup
 	$(PY) bench/bench_dsl_generate.py
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_traces.py
+	$(PY) bench/bench_sft.py
 	@if [ -f $(OFFICIAL_DIR)/src/synthetic_data_generation/generate_data.py ]; then \
 		$(PY) bench/compare_official.py --official-dir $(OFFICIAL_DIR); \
 	else \

@@ -29,7 +29,7 @@ Figures measured by the scripts under `bench/`; each script rewrites its own sec
 
 ```
 make setup && . .venv/bin/activate
-make bench               # 1M DSL pairs, sandbox, traces (+ the official comparison with /tmp/official)
+make bench               # 1M DSL pairs, sandbox, traces, LoRA SFT (+ the official comparison with /tmp/official)
 python bench/bench_dsl_generate.py --repeats 3 --check-determinism   # the figures below (~4 min)
 pip install pandas       # needed by the official generator only (not a project dependency)
 python bench/compare_official.py --official-dir /tmp/official       # side by side (~4 min)
@@ -263,6 +263,7 @@ SECTIONS = {
     "dsl-generate": "DSL corpus generation (1M pairs)",
     "official": "Side by side with the official generator",
     "sandbox": "Sandbox",
+    "sft": "LoRA SFT on CPU",
     "traces": "Traces",
 }
 

@@ -5,37 +5,59 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 from datasets import Dataset, load_dataset, load_from_disk
 
-_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+_READERS = (".parquet", ".jsonl", ".json", ".csv")
 
 
 class DatasetUnavailableError(RuntimeError):
     """A dataset path or id that cannot be loaded (one clear line)."""
 
 
+def _read_table(path: Path) -> pa.Table:
+    if path.suffix == ".parquet":
+        return pq.read_table(path)
+    if path.suffix in (".jsonl", ".json"):
+        return pa_json.read_json(path)
+    return pa_csv.read_csv(path)
+
+
+def _data_files(directory: Path, split: str) -> list[Path]:
+    """The split's data files of a dataset folder (`data/<split>-*.parquet` as `kt` writes, else any data file)."""
+    files = sorted(p for p in directory.rglob("*") if p.suffix in _READERS and p.is_file() and p.name != "README.md")
+    named = [p for p in files if p.name.startswith(f"{split}-") or p.name.startswith(f"{split}.")]
+    return named or files
+
+
 def load_training_dataset(name_or_path: str, split: str = "train") -> Dataset:
-    """A `save_to_disk` directory, a directory of data files (with or without a README card), one data file, or a
-    hub id (needs the network unless cached)."""
+    """A `save_to_disk` folder, a folder of data files (Parquet, JSONL, CSV; e.g. the `kt ...` corpora), one data
+    file, or a hub id (needs the network unless cached).
+
+    Local files are read with pyarrow straight into memory, never through the datasets cache: that cache keys a
+    folder's dataset by its folder name and card, so two different corpora in folders both named `rle/` would share
+    one stale cache entry.
+    """
     path = Path(name_or_path)
     try:
         if path.is_dir() and (path / "dataset_info.json").is_file():
             return load_from_disk(str(path))
         if path.is_dir() and (path / "dataset_dict.json").is_file():
             return load_from_disk(str(path))[split]
-        if path.is_file():
-            builder = _FILE_BUILDERS.get(path.suffix)
-            if builder is None:
-                raise DatasetUnavailableError(f"{path}: unknown data file type (use {', '.join(_FILE_BUILDERS)})")
-            return load_dataset(builder, data_files=str(path), split="train")
-        if path.is_dir():
-            return load_dataset(str(path), split=split)
+        if path.is_file() or path.is_dir():
+            files = [path] if path.is_file() else _data_files(path, split)
+            if not files or any(f.suffix not in _READERS for f in files):
+                raise DatasetUnavailableError(f"{path}: no data files ({', '.join(_READERS)})")
+            return Dataset(pa.concat_tables([_read_table(f) for f in files], promote_options="default"))
         if path.is_absolute() or name_or_path.startswith("."):
             raise DatasetUnavailableError(f"{name_or_path}: no such dataset directory or file")
         return load_dataset(name_or_path, split=split)
     except DatasetUnavailableError:
         raise
-    except Exception as exc:  # datasets raises many types; the caller prints one line
+    except Exception as exc:  # pyarrow and datasets raise many types; the caller prints one line
         raise DatasetUnavailableError(f"cannot load dataset {name_or_path!r} (split {split!r}): {exc}") from exc
 
 

@@ -126,6 +126,7 @@ def _finish_wandb() -> None:
         return
     if wandb.run is not None:
         wandb.finish()
+    wandb.teardown()  # the next run re-reads WANDB_DIR (the W&B singleton keeps the first run's settings)
 
 
 __all__ = ["SFTRun", "last_checkpoint", "prepare_dataset", "run_sft", "save_outputs"]

@@ -118,12 +118,14 @@ def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc: not logged in
     monkeypatch.setenv("NETRC", str(tmp_path / "missing-netrc"))
-    output = tmp_path / "run"
-    args = training_args(output, max_steps=1, report_to=["wandb"], wandb_project="kt-test", save_strategy="no")
-    run_sft(chat_dataset(8), DataArguments(), args, LORA, dataset_name="arith")
-    runs = list((output / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1
-    assert list(runs[0].glob("*.wandb"))
+    for name in ("first", "second"):  # two runs in one process (as the RTCE recipe trains its adapters)
+        output = tmp_path / name
+        args = training_args(output, max_steps=1, report_to=["wandb"], wandb_project="kt-test", save_strategy="no")
+        run_sft(chat_dataset(8), DataArguments(), args, LORA, dataset_name="arith")
+    for name in ("first", "second"):
+        runs = list((tmp_path / name / "wandb").glob("offline-run-*"))
+        assert len(runs) == 1, name
+        assert list(runs[0].glob("*.wandb"))
 
 
 def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:
@@ -156,3 +158,21 @@ def test_chat_template_override(tmp_path: Path) -> None:
     assert get_training_tokenizer(LORA, training_args(tmp_path)).chat_template != tokenizer.chat_template
     with pytest.raises(FileNotFoundError):
         get_training_tokenizer(LORA, training_args(tmp_path, chat_template_path=str(tmp_path / "missing.jinja")))
+
+
+def test_dataset_folders_with_the_same_name_do_not_share_a_cache(tmp_path: Path) -> None:
+    from kt_train.training.data import DatasetUnavailableError, load_training_dataset
+
+    for parent, rows in (("a", 3), ("b", 5)):
+        folder = tmp_path / parent / "rle"
+        (folder / "data").mkdir(parents=True)
+        (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: data/*.parquet\n---\n")
+        chat_dataset(rows).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    assert [len(load_training_dataset(str(tmp_path / p / "rle"))) for p in ("a", "b", "a")] == [3, 5, 3]
+    chat_dataset(4).to_json(str(tmp_path / "chats.jsonl"))
+    assert len(load_training_dataset(str(tmp_path / "chats.jsonl"))) == 4
+    with pytest.raises(DatasetUnavailableError, match="no such dataset"):
+        load_training_dataset(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetUnavailableError, match="no data files"):
+        load_training_dataset(str(tmp_path / "empty"))

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from benchutil import DOC, fmt_rate, git_revision, invocation, load_average, machine_line, now, update_doc
+from benchutil import fmt_rate, git_revision, invocation, load_average, machine_line, now, publish
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, Verdict
 
@@ -146,11 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = load_average()
     runs = measure(args.programs, args.repeats, args.workers)
     body = report(runs, invocation("bench_sandbox.py", argv), args.workers, load_start)
-    print(body)
-    if not args.no_doc:
-        update_doc(KEY, body)
-        print(f"wrote the {KEY} section of {DOC}", file=sys.stderr)
-    return 0
+    return publish(KEY, body, args.no_doc)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchutil import DOC, fmt_bytes, fmt_rate, git_revision, invocation, load_average, machine_line, now, update_doc
+from benchutil import fmt_bytes, fmt_rate, git_revision, invocation, load_average, machine_line, now, publish
 
 KEY = "sft"
 TARGET_SPEEDUP = 2.0
@@ -484,11 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         runs = measure(data_file, args)
     body = report(runs, check, lengths, invocation("bench_sft.py", argv), args, load)
-    print(body)
-    if not args.no_doc:
-        update_doc(KEY, body)
-        print(f"wrote the {KEY} section of {DOC}", file=sys.stderr)
-    return 0
+    return publish(KEY, body, args.no_doc)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchutil import DOC, git_revision, invocation, load_average, machine_line, now, update_doc
+from benchutil import git_revision, invocation, load_average, machine_line, now, publish
 
 from kt_train.sandbox import SandboxConfig, SandboxPool
 from tracegen.algorithms import ALGORITHMS
@@ -205,11 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = measure(tasks, args.repeats, args.workers)
         full = None if args.no_full else full_collection(benchmark, args.workers)
     body = report(runs, invocation("bench_traces.py", argv), args.workers, load_start, full, len(corpus))
-    print(body)
-    if not args.no_doc:
-        update_doc(KEY, body)
-        print(f"wrote the {KEY} section of {DOC}", file=sys.stderr)
-    return 0
+    return publish(KEY, body, args.no_doc)
 
 
 if __name__ == "__main__":

@@ -301,3 +301,12 @@ def fmt_bytes(n: int) -> str:
 
 def fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
+
+
+def publish(key: str, body: str, no_doc: bool) -> int:
+    """Print a benchmark's section and, unless `no_doc`, write it into docs/benchmarks.md; the exit status."""
+    print(body)
+    if not no_doc:
+        update_doc(key, body)
+        print(f"wrote the {key} section of {DOC}", file=sys.stderr)
+    return 0

@@ -60,9 +60,9 @@ WHERE_TIME_GOES = (
     "TRL's fused LM head (log-probabilities, entropy and top-1 over vocabulary tiles) takes about 32% of the CPU "
     "time, its matrix products included, since on CPU it scores every position, prompt included, and recomputes "
     "the logits in the backward; attention 14%; most of the rest is the layers' matrix products. "
-    "Also not applied, being neither a kt-train nor a TRL setting: raising glibc's "
-    "`MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` cut kt-train's minor page faults from 5.5M to 0.85M and "
-    "its step time by about 9% in a trial."
+    "glibc's default malloc maps and unmaps the large activation buffers every step (5.5M minor page faults in a "
+    "trial run); `kt_train.training.memory.keep_freed_memory` (mallopt, called by `run_sft` on CPU) keeps them "
+    "(0.85M faults)."
 )
 
 
@@ -170,6 +170,7 @@ def train_run(method: str, data_file: str, steps: int, micro_batch: int, padding
     from kt_train import configs
     from kt_train.models import resolve_model_path
     from kt_train.training.data import drop_longer_than
+    from kt_train.training.memory import keep_freed_memory
     from kt_train.training.model import get_training_model, get_training_tokenizer
     from kt_train.training.sft import prepare_dataset
 
@@ -201,6 +202,7 @@ def train_run(method: str, data_file: str, steps: int, micro_batch: int, padding
             padding_free=padding_free,
             max_length=None if padding_free else MAX_LENGTH,  # TRL: padding-free does not truncate
         )
+        keep_freed_memory()  # as run_sft does on CPU
         tokenizer = get_training_tokenizer(model_args, args)
         if padding_free:  # what prepare_dataset does with max_length set: drop the longer rows (there are none)
             dataset, _ = drop_longer_than(dataset, tokenizer, MAX_LENGTH)
@@ -422,7 +424,8 @@ def report(
         "`use_cpu=True` and `bf16=False` (TRL turns bf16 on, which transformers refuses on a CPU).",
         f"- {METHOD_B}: `kt_train.configs.SFTConfig` defaults (activation checkpointing off) through the code "
         f"`run_sft` uses (`get_training_tokenizer`, `prepare_dataset`, `get_training_model`), with {b_batches}: "
-        "no padding at all, and with no attention mask sdpa takes its causal flash-attention path.",
+        "no padding at all, and with no attention mask sdpa takes its causal flash-attention path; glibc malloc "
+        "keeps freed memory (`keep_freed_memory`, as `run_sft` does on CPU).",
         "- Same rows, same loss: both methods see the same rows in the same optimizer steps (checked per run: the "
         "row checksums and token counts of every step agree), so tokens/s counts the same real tokens (prompt and "
         "completion, no padding) for both; the padded slots column shows what method A computes. TRL divides the "

@@ -21,6 +21,7 @@ from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import drop_longer_than, take_samples, to_prompt_completion
+from kt_train.training.memory import keep_freed_memory
 from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer
 from kt_train.training.wandb_logging import init_wandb_training
 
@@ -67,6 +68,8 @@ def run_sft(
 ) -> SFTRun:
     """Train on `dataset` into `training_args.output_dir`."""
     set_seed(training_args.seed)
+    if training_args.use_cpu:
+        keep_freed_memory()
     init_wandb_training(training_args)
     tokenizer = get_training_tokenizer(model_args, training_args)
     train_dataset, dropped = prepare_dataset(dataset, data_args, training_args, tokenizer)

@@ -176,3 +176,13 @@ def test_dataset_folders_with_the_same_name_do_not_share_a_cache(tmp_path: Path)
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetUnavailableError, match="no data files"):
         load_training_dataset(str(tmp_path / "empty"))
+
+
+def test_keep_freed_memory_on_glibc() -> None:
+    import platform
+
+    from kt_train.training.memory import keep_freed_memory
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    assert keep_freed_memory()

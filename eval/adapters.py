@@ -138,8 +138,8 @@ class _Answerer:
         rows = []
         for item, texts in zip(batch, completions, strict=True):
             text = texts[0] if texts else None
-            meta = {"id": self.key(item), "model": self.label, "adapter": self.adapter}
-            rows.append({**meta, **asdict(item), "id": self.key(item), "completion": text, **score(item, text)})
+            meta = {"model": self.label, "adapter": self.adapter}
+            rows.append({**asdict(item), "id": self.key(item), **meta, "completion": text, **score(item, text)})
         return rows
 
 

@@ -90,9 +90,10 @@ def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
     return args
 
 
-def evaluate_adapters(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
-    """Score the base model and the adapters on held-out inputs in a fresh process (`kt eval adapters`)."""
-    corpus = corpus_dir(script_args).parent
+def evaluate_adapters(
+    corpus: Path, script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig
+) -> None:
+    """Score the base model and the adapters on held-out inputs of `corpus` in a fresh process (`kt eval adapters`)."""
     output = Path(training_args.output_dir)
     if not (corpus / "benchmark").is_dir() or not (corpus / EVAL_IDS_FILE).is_file():
         print(f"skipping the evaluation: {corpus} has no benchmark/ and {EVAL_IDS_FILE} (not a default corpus)")
@@ -125,7 +126,7 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
     if state.is_main_process:
         output = Path(training_args.output_dir)
         if script_args.eval_after_training:
-            evaluate_adapters(script_args, training_args, model_args)
+            evaluate_adapters(corpus.parent, script_args, training_args, model_args)
         report = write_report(
             output, script_args.algorithms, "RTCE SFT: one adapter per algorithm", output / "eval" / "report.md"
         )

@@ -89,7 +89,8 @@ def build_rtce_sft_corpus(
         eval_ids = choose_eval_ids(items, settings.eval_fraction, settings.seed)
         eval_ids_path.write_text(json.dumps(eval_ids, indent=1) + "\n", encoding="utf-8")
     _stage(sft, lambda: build_sft_data(translations, sft, benchmark_dir=benchmark, eval_ids=eval_ids_path))
-    (root / "settings.json").write_text(json.dumps(asdict(settings), indent=2) + "\n", encoding="utf-8")
+    if not (root / "settings.json").is_file():
+        (root / "settings.json").write_text(json.dumps(asdict(settings), indent=2) + "\n", encoding="utf-8")
     return root
 
 

@@ -28,7 +28,7 @@ def _read_table(path: Path) -> pa.Table:
 
 def _data_files(directory: Path, split: str) -> list[Path]:
     """The split's data files of a dataset folder (`data/<split>-*.parquet` as `kt` writes, else any data file)."""
-    files = sorted(p for p in directory.rglob("*") if p.suffix in _READERS and p.is_file() and p.name != "README.md")
+    files = sorted(p for p in directory.rglob("*") if p.suffix in _READERS and p.is_file())
     named = [p for p in files if p.name.startswith(f"{split}-") or p.name.startswith(f"{split}.")]
     return named or files
 
@@ -81,7 +81,7 @@ def to_prompt_completion(dataset: Dataset) -> Dataset:
 def chat_token_count(row: dict[str, Any], tokenizer: Any) -> int:
     """Tokens of a prompt/completion row as the chat template renders it for training."""
     ids = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
-    if isinstance(ids, dict) or hasattr(ids, "keys"):
+    if hasattr(ids, "keys"):  # a BatchEncoding in recent transformers
         ids = ids["input_ids"]
     return len(ids)
 

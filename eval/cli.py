@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eval.kt.cli import register_kt
 from kt_train.cli import fail
 
 
@@ -61,3 +62,4 @@ def register(subparsers: Any) -> None:
     adapters.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     adapters.add_argument("--seed", type=int, default=42)
     adapters.set_defaults(handler=_adapters_command)
+    register_kt(commands)

@@ -1,0 +1,141 @@
+"""KT baselines (paper 003, §4 and Tab. 6) on one evaluation set, all measured, none assumed.
+
+- Repeat: store every sequence raw (Accuracy 1; CompressionRate 1 by construction: no flag bit is needed).
+- Upper Bound: the gold programs of a synthetic set, run by the interpreter and priced by the uniform prior, through
+  the same checking and scoring as model candidates.
+- Gzip per sequence (each sequence its own gzip stream; also with the raw back-off and its flag bit) and on the
+  whole set (newline-separated, one stream); also with sequences cut into chunks of `chunk_length`, as the paper's
+  length-128 column.
+- LMiC: the LM + arithmetic coder of `eval.kt.lmic` on the first `lmic_items` sequences (slow on CPU), with Gzip on
+  the same sequences beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.kt.checking import CheckConfig, check_dsl
+from eval.kt.dataset import KTDataset
+from eval.kt.scoring import GzipEncoding, aggregate, joined_gzip_bits, score_sample, sequence_gzip_bits
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """Which baselines to compute and how."""
+
+    gzip_encoding: GzipEncoding = field(
+        default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release"}
+    )
+    chunk_length: int = field(default=128, metadata={"help": "chunk length of the chunked Gzip figures"})
+    lmic_items: int = field(default=0, metadata={"help": "sequences coded with LMiC (0: skip LMiC)"})
+    lmic_model: str | None = field(default=None, metadata={"help": "LMiC's model (None: the embedded default)"})
+
+
+def chunks(sequences: Sequence[Sequence[int]], length: int) -> list[Sequence[int]]:
+    """Every sequence cut into consecutive pieces of at most `length` (pieces never span two sequences)."""
+    if length < 1:
+        raise ValueError(f"chunk length must be >= 1, got {length}")
+    return [s[i : i + length] for s in sequences for i in range(0, len(s), length)]
+
+
+def gzip_rates(sequences: Sequence[Sequence[int]], symbol_bits: int, encoding: GzipEncoding) -> dict[str, float]:
+    """Gzip CompressionRates of a list of sequences: per sequence, per sequence with raw back-off, whole set."""
+    raw = symbol_bits * sum(len(s) for s in sequences)
+    per_sequence = [sequence_gzip_bits(s, encoding) for s in sequences]
+    backoff = sum(1 + min(bits, symbol_bits * len(s)) for bits, s in zip(per_sequence, sequences, strict=True))
+    return {
+        "per_sequence": sum(per_sequence) / raw,
+        "per_sequence_or_raw": backoff / raw,
+        "whole_set": joined_gzip_bits(sequences, encoding) / raw,
+    }
+
+
+def upper_bound(dataset: KTDataset, encoding: GzipEncoding) -> dict[str, Any] | None:
+    """The gold programs scored as candidates (None for a set without programs)."""
+    if any(item.program is None for item in dataset.items):
+        return None
+    rows = []
+    for item in dataset.items:
+        check = check_dsl(item.program, item.sequence, CheckConfig(), modulus=None)
+        gzip_bits = sequence_gzip_bits(item.sequence, encoding)
+        sample = score_sample(check, item.program, item.sequence, dataset.symbol_bits, "uniform", gzip_bits).as_dict()
+        row = {"length": len(item.sequence), "sequence": item.sequence, "gzip_bits": gzip_bits}
+        rows.append(row | sample | {"samples": [sample]})
+    metrics = aggregate(rows, dataset.symbol_bits, encoding)
+    keys = ("accuracy", "compression_rate", "compression_rate_mean", "compression_rate_gzip_backoff", "precision")
+    return {key: metrics[key] for key in keys}
+
+
+def lmic_rates(dataset: KTDataset, config: BaselineConfig, progress: bool) -> dict[str, Any]:
+    """LMiC and Gzip on the same first `lmic_items` sequences."""
+    from eval.kt.lmic import LMiCConfig, lmic_bits
+
+    sequences = [item.sequence for item in dataset.items[: config.lmic_items]]
+    lmic_config = LMiCConfig() if config.lmic_model is None else LMiCConfig(model=config.lmic_model)
+    bits = lmic_bits(sequences, lmic_config, progress=progress)
+    raw = dataset.symbol_bits * sum(len(s) for s in sequences)
+    return {
+        "items": len(sequences),
+        "model": lmic_config.model,
+        "compression_rate": sum(bits) / raw,
+        "gzip_same_items": gzip_rates(sequences, dataset.symbol_bits, config.gzip_encoding),
+    }
+
+
+def compute_baselines(dataset: KTDataset, config: BaselineConfig, progress: bool = True) -> dict[str, Any]:
+    """Every baseline's figures on the set."""
+    sequences = [item.sequence for item in dataset.items]
+    total = sum(len(s) for s in sequences)
+    result: dict[str, Any] = {
+        "dataset": str(dataset.path),
+        "modality": dataset.modality,
+        "dataset_fingerprint": dataset.fingerprint,
+        "num_sequences": len(sequences),
+        "total_symbols": total,
+        "symbol_bits": dataset.symbol_bits,
+        "gzip_encoding": config.gzip_encoding,
+        "repeat": {"accuracy": 1.0, "compression_rate": 1.0},  # raw bits over raw bits: no flag, no choice
+        "upper_bound": upper_bound(dataset, config.gzip_encoding),
+        "gzip": gzip_rates(sequences, dataset.symbol_bits, config.gzip_encoding),
+        f"gzip_chunks_{config.chunk_length}": gzip_rates(
+            chunks(sequences, config.chunk_length), dataset.symbol_bits, config.gzip_encoding
+        ),
+    }
+    if config.lmic_items > 0:
+        result["lmic"] = lmic_rates(dataset, config, progress)
+    return result
+
+
+def baselines_markdown(result: dict[str, Any]) -> str:
+    """The baselines as a markdown table of CompressionRates."""
+    chunk_key = next(k for k in result if k.startswith("gzip_chunks_"))
+    rows = [
+        ("Repeat", result["repeat"]["compression_rate"], "1.000"),
+        ("Gzip, per sequence", result["gzip"]["per_sequence"], None),
+        ("Gzip, per sequence or raw (+1 flag bit)", result["gzip"]["per_sequence_or_raw"], None),
+        ("Gzip, whole set (newline-separated)", result["gzip"]["whole_set"], None),
+        (f"Gzip, chunks of {chunk_key.rsplit('_', 1)[1]}", result[chunk_key]["per_sequence"], None),
+    ]
+    if result["upper_bound"] is not None:
+        ub = result["upper_bound"]
+        rows.append(("Upper Bound (gold programs, uniform prior)", ub["compression_rate"], f"{ub['accuracy']:.3f}"))
+    if "lmic" in result:
+        lmic = result["lmic"]
+        rows.append((f"LMiC ({lmic['model']}, first {lmic['items']})", lmic["compression_rate"], None))
+        rows.append((f"Gzip per sequence, same {lmic['items']}", lmic["gzip_same_items"]["per_sequence"], None))
+    lines = [
+        f"# KT baselines: {result['dataset']}",
+        "",
+        f"{result['modality']}, {result['num_sequences']} sequences, {result['total_symbols']} symbols of "
+        f"{result['symbol_bits']} bits; gzip input `{result['gzip_encoding']}`.",
+        "",
+        "| baseline | CompressionRate | Accuracy |",
+        "|---|---:|---:|",
+        *(f"| {name} | {rate:.3f} | {acc or '-'} |" for name, rate, acc in rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["BaselineConfig", "baselines_markdown", "chunks", "compute_baselines", "gzip_rates", "upper_bound"]

@@ -1,0 +1,214 @@
+"""`kt eval kt`: generate (or read) candidate programs for a KT set, check them, score them, write the results.
+
+Output folder: `completions.jsonl` (generated; resumable: a rerun generates only the missing items), `items.jsonl`
+(one scored row per sequence, every sample inside), `summary.json` (metrics + settings + dataset fingerprint),
+`report.md` and plots. A rerun with other settings into the same folder is refused, so results never mix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
+from eval.kt.completions import extract_code
+from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
+from eval.kt.prompts import PromptStyle, kt_prompt
+from eval.kt.report import write_outputs
+from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
+from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.records import run_resumable, write_jsonl
+
+COMPLETIONS_FILE = "completions.jsonl"
+ITEMS_FILE = "items.jsonl"
+SETTINGS_FILE = "settings.json"
+NATURAL_MODULUS = 256
+
+
+@dataclass
+class KTEvalConfig:
+    """One evaluation run."""
+
+    dataset: str = field(metadata={"help": "KT set folder (`kt dsl eval-set` or `kt kt-data`)"})
+    output: str = field(metadata={"help": "folder for completions, scored items, summary, report and plots"})
+    mode: Mode = field(default="dsl", metadata={"help": "candidates are DSL programs or Python programs"})
+    model: str | None = field(default=None, metadata={"help": "model to generate with (None: read --predictions)"})
+    adapter: str | None = field(default=None, metadata={"help": "a LoRA adapter of the model"})
+    predictions: str | None = field(default=None, metadata={"help": "JSONL of existing completions (id, completion)"})
+    prompt: PromptStyle = field(default="zero-shot", metadata={"help": "zero-shot or cot (Python mode)"})
+    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
+    num_samples: int = field(default=1, metadata={"help": "completions per sequence; an item keeps its best"})
+    temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
+    max_new_tokens: int = field(default=512, metadata={"help": "tokens per completion"})
+    batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
+    seed: int = field(default=42, metadata={"help": "sampling seed"})
+    limit: int | None = field(default=None, metadata={"help": "the first N sequences only"})
+    program_prior: ProgramPrior | None = field(
+        default=None, metadata={"help": "program bits: uniform DSL prior or gzip (default: uniform for dsl, gzip)"}
+    )
+    gzip_encoding: GzipEncoding = field(
+        default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release (Precision, back-off)"}
+    )
+    timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit per Python program"})
+    wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
+
+    def __post_init__(self) -> None:
+        if (self.model is None) == (self.predictions is None):
+            raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
+        if self.adapter is not None and self.model is None:
+            raise ValueError("--adapter needs --model")
+        if self.num_samples < 1:
+            raise ValueError(f"--num-samples must be >= 1, got {self.num_samples}")
+        if self.mode == "dsl" and self.prompt != "zero-shot":
+            raise ValueError("DSL mode has the SeqCoder prompt only (--prompt zero-shot)")
+
+    @property
+    def prior(self) -> ProgramPrior:
+        return self.program_prior or ("uniform" if self.mode == "dsl" else "gzip")
+
+    def sampling(self) -> SamplingConfig:
+        stop = ["###"] if self.mode == "python" else None
+        return SamplingConfig(
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            n=self.num_samples,
+            seed=self.seed,
+            stop=stop,
+        )
+
+
+BackendFactory = Callable[[KTEvalConfig], GenerationBackend]
+
+
+def default_backend(config: KTEvalConfig) -> GenerationBackend:
+    from kt_train.generation import get_backend
+
+    assert config.model is not None  # checked by KTEvalConfig
+    if config.backend == "vllm":
+        return get_backend("vllm", config.model, adapter=config.adapter)
+    return get_backend("transformers", config.model, adapter=config.adapter, dtype="float32")
+
+
+def _check_settings(output: Path, settings: dict[str, Any]) -> None:
+    """Refuse to resume a run made with other settings; record the settings of a new one."""
+    path = output / SETTINGS_FILE
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in settings.keys() | before.keys() if settings.get(k) != before.get(k))
+        if changed:
+            raise ValueError(f"{output} holds a run with other settings ({', '.join(changed)}); use a new --output")
+    else:
+        path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
+def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str | None]]:
+    """Completions by item id from a JSONL file of rows `id` + `completion` (or `completions`, a list); several
+    rows of one id are several samples. Rows of unknown ids are an error (a mismatched dataset)."""
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no predictions file {file}")
+    by_id: dict[str, list[str | None]] = defaultdict(list)
+    known = {item.id for item in dataset.items}
+    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            texts = row["completions"] if "completions" in row else [row["completion"]]
+            key = str(row["id"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{file}:{n}: not a row with `id` and `completion`: {exc}") from None
+        if key not in known:
+            raise ValueError(f"{file}:{n}: id {key!r} is not in {dataset.path}")
+        by_id[key] += [t if isinstance(t, str) else None for t in texts]
+    return dict(by_id)
+
+
+def generate_completions(
+    config: KTEvalConfig, dataset: KTDataset, output: Path, factory: BackendFactory, progress: bool
+) -> dict[str, list[str | None]]:
+    """Completions for every item, generated batch by batch into `completions.jsonl` (resumable)."""
+    sampling = config.sampling()
+    state: dict[str, GenerationBackend] = {}
+
+    def process(batch: Sequence[KTItem]) -> list[dict[str, Any]]:
+        if "backend" not in state:
+            state["backend"] = factory(config)
+        prompts = [kt_prompt(item.sequence, config.mode, config.prompt) for item in batch]
+        texts = state["backend"].generate(prompts, sampling)
+        return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]
+
+    rows = run_resumable(
+        output / COMPLETIONS_FILE, dataset.items, lambda i: i.id, process, config.batch_size, progress, "generate"
+    )
+    return {row["id"]: row["completions"] or [None] for row in rows}
+
+
+def score_items(
+    dataset: KTDataset,
+    completions: dict[str, list[str | None]],
+    config: KTEvalConfig,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Check every sample of every item and score it; one row per item (the kept sample's fields at top level)."""
+    modulus = NATURAL_MODULUS if dataset.natural else None
+    flat: list[tuple[int, str | None, str | None]] = []  # (item index, completion, program)
+    for index, item in enumerate(dataset.items):
+        for text in completions.get(item.id) or [None]:
+            flat.append((index, text, extract_code(text)))
+    check_config = CheckConfig(timeout_s=config.timeout_s)
+    with CandidateChecker(config.mode, check_config, modulus) as checker:
+        checks = checker.check([p for _, _, p in flat], [dataset.items[i].sequence for i, _, _ in flat], progress)
+    per_item: dict[int, list[tuple[str | None, str | None, CheckResult]]] = defaultdict(list)
+    for (index, text, program), check in zip(flat, checks, strict=True):
+        if text is None:
+            check = CheckResult(Verdict.NO_COMPLETION)
+        per_item[index].append((text, program, check))
+    rows = []
+    for index, item in enumerate(dataset.items):
+        gzip_bits = sequence_gzip_bits(item.sequence, config.gzip_encoding)
+        samples = []
+        for text, program, check in per_item[index]:
+            scored = score_sample(check, program, item.sequence, dataset.symbol_bits, config.prior, gzip_bits)
+            samples.append({**scored.as_dict(), "program": program, "completion": text})
+        kept = samples[best_sample(samples)]
+        top = {k: v for k, v in kept.items() if k != "completion"}
+        rows.append(
+            {"id": item.id, "length": len(item.sequence), "sequence": list(item.sequence), "gzip_bits": gzip_bits}
+            | top
+            | {"samples": samples}
+        )
+    return rows
+
+
+def run_kt_eval(
+    config: KTEvalConfig, factory: BackendFactory = default_backend, progress: bool = True
+) -> dict[str, Any]:
+    """The whole job; returns the summary."""
+    dataset = load_kt_dataset(config.dataset, config.limit)
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
+    settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items)}
+    _check_settings(output, settings)
+    if config.predictions is not None:
+        completions = read_predictions(config.predictions, dataset)
+    else:
+        completions = generate_completions(config, dataset, output, factory, progress)
+    rows = score_items(dataset, completions, config, progress)
+    write_jsonl(output / ITEMS_FILE, rows)
+    return write_outputs(rows, dataset, config, settings, output)
+
+
+__all__ = [
+    "COMPLETIONS_FILE",
+    "ITEMS_FILE",
+    "KTEvalConfig",
+    "read_predictions",
+    "run_kt_eval",
+    "score_items",
+]

@@ -1,0 +1,139 @@
+"""The outputs of a KT evaluation: `summary.json`, a markdown report, plots and (optionally) a W&B run."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.kt.scoring import PREFIXES, aggregate
+
+if TYPE_CHECKING:
+    from eval.kt.dataset import KTDataset
+    from eval.kt.evaluate import KTEvalConfig
+
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+PLOT_FILE = "metrics_by_length.png"
+PREFIX_PLOT_FILE = "correct_prefix.png"
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown_report(summary: Mapping[str, Any]) -> str:
+    """A markdown table of the headline metrics, one per length bucket and the verdict counts."""
+    s, m = summary["settings"], summary["metrics"]
+    who = s.get("model") or f"predictions {s.get('predictions')}"
+    lines = [
+        f"# KT evaluation: {who}" + (f" + adapter {s['adapter']}" if s.get("adapter") else ""),
+        "",
+        f"Set `{s['dataset']}` ({summary['modality']}, {m['num_items']} sequences, {m['total_symbols']} symbols, "
+        f"fingerprint {s['dataset_fingerprint']}); mode {s['mode']}, prompt {s['prompt']}, "
+        f"{s['num_samples']} sample(s) per sequence, program prior {summary['program_prior']}.",
+        "",
+        "| Accuracy | CompressionRate | CR (mean) | CR (gzip back-off) | Precision | Executable | Exec. accuracy |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {_fmt(m['accuracy'])} | {_fmt(m['compression_rate'])} | {_fmt(m['compression_rate_mean'])} | "
+        f"{_fmt(m['compression_rate_gzip_backoff'])} | {_fmt(m['precision'])} | {_fmt(m['executable'])} | "
+        f"{_fmt(m['executable_accuracy'])} |",
+        "",
+        "Prefix accuracy: "
+        + ", ".join(f"@{k} {_fmt(m['prefix_accuracy'][str(k)])}" for k in PREFIXES)
+        + f"; mean longest correct prefix {_fmt(m['mean_correct_prefix'], 1)}.",
+        "",
+        "| length | n | Accuracy | CompressionRate |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {b['bucket']} | {b['n']} | {_fmt(b['accuracy'])} | {_fmt(b['compression_rate'])} |"
+            for b in m["by_length"]
+        ),
+        "",
+        "| verdict | samples |",
+        "|---|---:|",
+        *(f"| {verdict} | {count} |" for verdict, count in m["verdicts"].items()),
+        "",
+        f"Plots: `{PLOT_FILE}`, `{PREFIX_PLOT_FILE}`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(rows: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any], output: Path) -> None:
+    """CompressionRate and Accuracy against sequence length; the longest correct prefix's distribution."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    buckets = metrics["by_length"]
+    names = [b["bucket"] for b in buckets]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    left.bar(names, [b["compression_rate"] for b in buckets], color="tab:blue")
+    left.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    left.set(title="CompressionRate (lower is better)", xlabel="sequence length")
+    right.bar(names, [b["accuracy"] for b in buckets], color="tab:green")
+    right.set(title="Accuracy", xlabel="sequence length", ylim=(0, 1))
+    fig.tight_layout()
+    fig.savefig(output / PLOT_FILE, dpi=120)
+    plt.close(fig)
+    fig, axis = plt.subplots(figsize=(5, 3.5))
+    axis.hist([r["correct_prefix"] for r in rows], bins=32, color="tab:purple")
+    axis.set(title="Longest correct prefix", xlabel="elements", ylabel="sequences")
+    fig.tight_layout()
+    fig.savefig(output / PREFIX_PLOT_FILE, dpi=120)
+    plt.close(fig)
+
+
+def log_to_wandb(summary: Mapping[str, Any], output: Path, project: str) -> None:
+    """Log the metrics and the plots to W&B (offline unless logged in; files under the output folder)."""
+    import wandb
+
+    from kt_train.training.wandb_logging import logged_in
+
+    if not logged_in():
+        os.environ.setdefault("WANDB_MODE", "offline")
+    run = wandb.init(project=project, dir=str(output), config=dict(summary["settings"]), job_type="kt-eval")
+    try:
+        flat = {k: v for k, v in summary["metrics"].items() if isinstance(v, int | float)}
+        flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}
+        run.log(flat | {name: wandb.Image(str(output / name)) for name in (PLOT_FILE, PREFIX_PLOT_FILE)})
+    finally:
+        run.finish()
+
+
+def write_outputs(
+    rows: Sequence[Mapping[str, Any]],
+    dataset: KTDataset,
+    config: KTEvalConfig,
+    settings: Mapping[str, Any],
+    output: Path,
+) -> dict[str, Any]:
+    """Write summary.json, report.md and the plots (and log to W&B when asked); return the summary."""
+    metrics = aggregate(rows, dataset.symbol_bits, config.gzip_encoding)
+    summary = {
+        "settings": dict(settings),
+        "modality": dataset.modality,
+        "symbol_bits": dataset.symbol_bits,
+        "program_prior": config.prior,
+        "metrics": metrics,
+    }
+    (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (output / REPORT_FILE).write_text(markdown_report(summary), encoding="utf-8")
+    write_plots(rows, metrics, output)
+    if config.wandb_project:
+        log_to_wandb(summary, output, config.wandb_project)
+    return summary
+
+
+__all__ = [
+    "PLOT_FILE",
+    "PREFIX_PLOT_FILE",
+    "REPORT_FILE",
+    "SUMMARY_FILE",
+    "log_to_wandb",
+    "markdown_report",
+    "write_outputs",
+]

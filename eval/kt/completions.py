@@ -6,6 +6,7 @@ The official prompts ask for a program after "The Python program that generates 
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -27,11 +28,20 @@ def _answer_region(text: str) -> str:
     return text[pos + len(ANSWER_MARKER) :] if pos >= 0 else text
 
 
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def extract_code(completion: str | None) -> str | None:
     """The program text of a completion, or None when there is none.
 
     In the answer region: the last fenced block that mentions `output` (else the last fenced block), or, without
-    fences, the text before the first `###`. A leading language tag line (`python`) is dropped.
+    fences, the text before the first `###`. A leading language tag line (`python`) is dropped. Text with no
+    assignment that does not parse as Python either is prose: no code.
     """
     if not completion:
         return None
@@ -44,7 +54,7 @@ def extract_code(completion: str | None) -> str | None:
         code = region
     code = _LANGUAGE_LINE.sub("", code.split(END_MARK)[0], count=1)
     code = textwrap.dedent(code.strip("\n")).strip()
-    return code or None
+    return code if code and ("=" in code or _parses(code)) else None  # prose: no assignment and not Python either
 
 
 __all__ = ["ANSWER_MARKER", "END_MARK", "extract_code"]

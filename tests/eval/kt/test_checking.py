@@ -29,6 +29,7 @@ SEQ = (1, 2, 3, 4)
         ("python\noutput = [5]\n###\nmore text", "output = [5]"),
         ("output = [1]<|im_end|>junk", "output = [1]"),
         ("    output = [1]\n    x = 2", "output = [1]\nx = 2"),
+        ("I cannot write that program.", None),
         ("", None),
         ("###", None),
         (None, None),

@@ -1,0 +1,187 @@
+"""`kt eval kt` and `kt eval kt-baselines` end to end on real sets (a small synthetic set, a natural text set)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from dsl.parser import parse_program
+from dsl.program import render_python
+from eval.kt.baselines import BaselineConfig, chunks, compute_baselines, gzip_rates
+from eval.kt.dataset import DatasetError, load_kt_dataset
+from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig, default_backend, run_kt_eval
+from eval.kt.natural import build_natural_dataset
+from eval.kt.report import PLOT_FILE, PREFIX_PLOT_FILE, REPORT_FILE, SUMMARY_FILE
+from eval.kt.scoring import joined_gzip_bits, sequence_gzip_bits
+from kt_train.cli import main
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kt") / "evalset"
+    assert main(["dsl", "eval-set", "--bytes", "3000", "--seed", "3", "--output", str(out)]) == 0
+    return out
+
+
+def _rows(dataset: Path) -> list[dict]:
+    return pq.read_table(next((dataset / "data").glob("*.parquet"))).to_pylist()
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_gold_programs_score_as_the_upper_bound(synthetic: Path, tmp_path: Path) -> None:
+    rows = _rows(synthetic)
+    predictions = _write(tmp_path / "gold.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    out = tmp_path / "eval"
+    code = main(["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(predictions),
+                 "--output", str(out)])  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / SUMMARY_FILE).read_text())
+    metrics = summary["metrics"]
+    assert metrics["accuracy"] == 1.0 and metrics["executable"] == 1.0
+    baselines = compute_baselines(load_kt_dataset(synthetic), BaselineConfig())
+    assert metrics["compression_rate"] == pytest.approx(baselines["upper_bound"]["compression_rate"])
+    bits = sum(r["bits"] for r in rows)  # the corpus's own uniform-prior bits
+    raw = 8 * sum(len(r["sequence"]) for r in rows)
+    assert metrics["compression_rate"] == pytest.approx((bits + len(rows)) / raw)
+    assert metrics["prefix_accuracy"]["16"] == 1.0
+    assert summary["settings"]["dataset_fingerprint"] == load_kt_dataset(synthetic).fingerprint
+    items = [json.loads(line) for line in (out / ITEMS_FILE).read_text().splitlines()]
+    assert [i["id"] for i in items] == [r["id"] for r in rows]
+    assert all(i["verdict"] == "correct" and i["program"] == r["program"] for i, r in zip(items, rows, strict=True))
+    report = (out / REPORT_FILE).read_text()
+    assert "| 1.000 |" in report and "correct" in report
+    assert (out / PLOT_FILE).stat().st_size > 1000 and (out / PREFIX_PLOT_FILE).stat().st_size > 1000
+
+
+def test_python_predictions_with_bad_completions(synthetic: Path, tmp_path: Path) -> None:
+    rows = _rows(synthetic)[:6]
+    bad = ["I cannot do that.", "```python\noutput = [1, 2,\n```", "while True:\n    pass"]
+    predictions = []
+    for i, row in enumerate(rows):
+        good = f"```python\n{render_python(parse_program(row['program']))}\n```\n###"
+        predictions.append({"id": row["id"], "completion": bad[i] if i < len(bad) else good})
+    predictions.append({"id": rows[3]["id"], "completion": "output = []"})  # a second, wrong sample of item 3
+    path = _write(tmp_path / "py.jsonl", predictions)
+    config = KTEvalConfig(
+        dataset=str(synthetic), output=str(tmp_path / "out"), mode="python", predictions=str(path), limit=6,
+        timeout_s=1.0,
+    )  # fmt: skip
+    summary = run_kt_eval(config, progress=False)
+    m = summary["metrics"]
+    assert m["num_items"] == 6 and m["num_samples"] == 7
+    assert m["accuracy"] == pytest.approx(3 / 6)
+    assert m["sample_accuracy"] == pytest.approx(3 / 7)
+    assert m["verdicts"] == {"correct": 3, "no_code": 1, "syntax_error": 1, "timeout": 1, "wrong_output": 1}
+    assert summary["program_prior"] == "gzip"
+    items = {i["id"]: i for i in map(json.loads, (tmp_path / "out" / ITEMS_FILE).read_text().splitlines())}
+    item3 = items[rows[3]["id"]]
+    assert item3["correct"] and len(item3["samples"]) == 2 and item3["samples"][1]["verdict"] == "wrong_output"
+    assert items[rows[0]["id"]]["verdict"] == "no_code"  # prose without code is a recorded verdict
+
+
+def test_natural_text_set_compares_mod_256(tmp_path: Path) -> None:
+    text = tmp_path / "text.txt"
+    text.write_text("abcabcabc", encoding="utf-8")
+    dataset = tmp_path / "natural"
+    build_natural_dataset("text", [text], dataset, sequence_length=5, max_bytes=100, progress=False)
+    loaded = load_kt_dataset(dataset)
+    assert loaded.natural and loaded.symbol_bits == 8 and [len(i.sequence) for i in loaded.items] == [5, 4]
+    first, second = loaded.items
+    predictions = _write(
+        tmp_path / "p.jsonl",
+        [
+            {"id": first.id, "completion": "output = [ord(c) + 256 for c in 'abcab']"},  # right mod 256
+            {"id": second.id, "completion": "output = [ord(c) for c in 'cabd']"},
+        ],
+    )
+    config = KTEvalConfig(
+        dataset=str(dataset), output=str(tmp_path / "o"), mode="python", predictions=str(predictions)
+    )
+    m = run_kt_eval(config, progress=False)["metrics"]
+    assert m["accuracy"] == 0.5 and m["mean_correct_prefix"] == pytest.approx((5 + 3) / 2)
+
+
+def test_bad_inputs_give_one_error_line(synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _rows(synthetic)
+    unknown = _write(tmp_path / "unknown.jsonl", [{"id": "nope", "completion": "x"}])
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(json.dumps({"id": rows[0]["id"], "completion": "x"}) + '\n{"id": ', encoding="utf-8")
+    base = ["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--output", str(tmp_path / "o")]
+    cases = [
+        [*base, "--predictions", str(unknown)],
+        [*base, "--predictions", str(torn)],
+        [*base, "--predictions", str(tmp_path / "missing.jsonl")],
+        ["eval", "kt", "--dataset", str(tmp_path), "--mode", "dsl", "--predictions", str(unknown), "--output", "x"],
+        [*base, "--predictions", str(unknown), "--prompt", "cot"],
+        [*base, "--model", "smollm2-135m-instruct", "--adapter", str(tmp_path)],
+        ["eval", "kt-baselines", "--dataset", str(tmp_path / "nothing"), "--output", str(tmp_path / "b")],
+    ]
+    for argv in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("kt: error:"), (argv, err)
+
+
+def test_a_rerun_with_other_settings_is_refused(synthetic: Path, tmp_path: Path) -> None:
+    rows = _rows(synthetic)
+    path = _write(tmp_path / "p.jsonl", [{"id": rows[0]["id"], "completion": rows[0]["program"]}])
+    out = str(tmp_path / "out")
+    run_kt_eval(KTEvalConfig(dataset=str(synthetic), output=out, mode="dsl", predictions=str(path)), progress=False)
+    again = KTEvalConfig(dataset=str(synthetic), output=out, mode="dsl", predictions=str(path), limit=1)
+    with pytest.raises(ValueError, match="other settings"):
+        run_kt_eval(again, progress=False)
+
+
+def test_baselines_by_hand(synthetic: Path, tmp_path: Path) -> None:
+    sequences = [tuple(r["sequence"]) for r in _rows(synthetic)]
+    raw = 8 * sum(map(len, sequences))
+    rates = gzip_rates(sequences, 8, "bytes")
+    assert rates["per_sequence"] == pytest.approx(sum(sequence_gzip_bits(s) for s in sequences) / raw)
+    assert rates["whole_set"] == pytest.approx(joined_gzip_bits(sequences) / raw)
+    expected_backoff = sum(1 + min(sequence_gzip_bits(s), 8 * len(s)) for s in sequences) / raw
+    assert rates["per_sequence_or_raw"] == pytest.approx(expected_backoff)
+    assert chunks([(1, 2, 3), (4,)], 2) == [(1, 2), (3,), (4,)]
+    assert main(["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(tmp_path / "b")]) == 0
+    result = json.loads((tmp_path / "b" / "baselines.json").read_text())
+    assert result["upper_bound"]["accuracy"] == 1.0
+    assert result["upper_bound"]["compression_rate"] < result["gzip"]["per_sequence"]
+    assert "Upper Bound" in (tmp_path / "b" / "baselines.md").read_text()
+
+
+def test_not_a_dataset(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no data"):
+        load_kt_dataset(tmp_path)
+
+
+@pytest.mark.slow
+def test_generation_with_the_embedded_model_is_resumable(synthetic: Path, tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def counting_backend(config: KTEvalConfig):  # the real backend; counts how often a model is loaded
+        calls.append(config.model or "")
+        return default_backend(config)
+
+    out = tmp_path / "gen"
+    config = KTEvalConfig(
+        dataset=str(synthetic), output=str(out), mode="python", model="smollm2-135m-instruct", limit=2,
+        max_new_tokens=24, batch_size=1,
+    )  # fmt: skip
+    first = run_kt_eval(config, factory=counting_backend, progress=False)
+    assert calls == ["smollm2-135m-instruct"]
+    completions = (out / COMPLETIONS_FILE).read_text().splitlines()
+    assert len(completions) == 2 and all(json.loads(c)["completions"][0] is not None for c in completions)
+    lines = completions[:1]  # as if killed after the first batch
+    (out / COMPLETIONS_FILE).write_text(lines[0] + "\n", encoding="utf-8")
+    second = run_kt_eval(config, factory=counting_backend, progress=False)
+    assert len(calls) == 2  # the missing item only was generated (greedy: the same text)
+    assert (out / COMPLETIONS_FILE).read_text().splitlines() == completions
+    assert second["metrics"] == first["metrics"]
+    assert run_kt_eval(config, factory=counting_backend, progress=False)["metrics"] == first["metrics"]
+    assert len(calls) == 2  # a finished run loads no model

@@ -1,8 +1,9 @@
 """Run candidate programs and record what each produced: a verdict from a closed set, never a crash of the run.
 
 DSL programs (SeqCoder output) are parsed and run by the DSL interpreter, which has no `exec` and bounded sizes.
-Python programs (prompted models) run in `kt_train.sandbox` (own forked process, rlimits, no network, 5 s wall clock)
-and must assign `output` a list of ints; only the head of `output` (the sequence's length plus a margin) comes back.
+Python programs (prompted models) run in `kt_train.sandbox` (rlimits, own uid, no network, 5 s wall clock each), in
+batches (`eval.kt.python_runner`), and must assign `output` a list of ints; only the head of `output` (the
+sequence's length plus a margin) comes back.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any, Literal
 from dsl.interpreter import run_program
 from dsl.parser import parse_program
 from dsl.program import DSLError
-from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool
-from kt_train.sandbox import Verdict as SandboxVerdict
+from eval.kt.python_runner import PythonRunner
 
 Mode = Literal["dsl", "python"]
 
@@ -51,6 +51,12 @@ class CheckConfig:
     max_dsl_elements: int = field(
         default=100_000, metadata={"help": "largest list a DSL line may build; larger programs are runtime errors"}
     )
+    batch_size: int = field(
+        default=32, metadata={"help": "Python candidates per sandboxed process (1: each alone; see python_runner)"}
+    )
+    batch_budget_s: float = field(
+        default=1.0, metadata={"help": "a batch starts no new candidate after this many seconds"}
+    )
     output_margin: int = field(
         default=1, metadata={"help": "elements kept beyond the sequence's length (a longer output is still wrong)"}
     )
@@ -70,30 +76,8 @@ class CheckResult:
         return self.verdict in EXECUTABLE
 
 
-# Runs inside the sandbox: execute the candidate in a fresh namespace and return the head of its `output`.
-_CHECK_SOURCE = """
-def kt_check(code, keep):
-    namespace = {"__name__": "__main__"}
-    exec(compile(code, "<candidate>", "exec"), namespace)
-    if "output" not in namespace:
-        return {"status": "no_output"}
-    output = namespace["output"]
-    if type(output) is not list:
-        return {"status": "bad_output", "error": "output is a " + type(output).__name__ + ", not a list"}
-    head = output[:keep]
-    for value in head:
-        if not isinstance(value, int):
-            return {"status": "bad_output", "error": "output holds a " + type(value).__name__}
-    return {"status": "ok", "output": [int(v) for v in head], "length": len(output)}
-"""
-
 _SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
-_SANDBOX_VERDICTS = {
-    SandboxVerdict.TIMEOUT: Verdict.TIMEOUT,
-    SandboxVerdict.MEMORY: Verdict.MEMORY,
-    SandboxVerdict.KILLED: Verdict.KILLED,
-    SandboxVerdict.ERROR: Verdict.RUNTIME_ERROR,
-}
+_FAILURES = {"timeout": Verdict.TIMEOUT, "memory": Verdict.MEMORY, "killed": Verdict.KILLED}
 
 
 def _short(message: object, limit: int = 200) -> str:
@@ -123,22 +107,25 @@ def check_dsl(code: str | None, sequence: Sequence[int], config: CheckConfig, mo
     return judge(output[: len(sequence) + config.output_margin], len(output), sequence, modulus)
 
 
-def _from_sandbox(result: Any, sequence: Sequence[int], modulus: int | None) -> CheckResult:
-    if result.verdict != SandboxVerdict.OK:
-        message = result.error_message or result.verdict
-        error = f"{result.error_type}: {message}" if result.error_type else str(message)
-        syntax = result.error_type in _SYNTAX_ERRORS
-        return CheckResult(Verdict.SYNTAX_ERROR if syntax else _SANDBOX_VERDICTS[result.verdict], error=_short(error))
-    value = result.return_value
-    if value is None:  # sys.exit(0) before the check could report
-        return CheckResult(Verdict.NO_OUTPUT, error="the program exited before `output` was read")
-    if not isinstance(value, dict) or value.get("status") not in {"ok", "no_output", "bad_output"}:
-        return CheckResult(Verdict.KILLED, error="the checking code did not report")
-    if value["status"] == "no_output":
-        return CheckResult(Verdict.NO_OUTPUT, error="the program never assigns `output`")
-    if value["status"] == "bad_output":
-        return CheckResult(Verdict.BAD_OUTPUT, error=_short(value.get("error", "")))
-    return judge(value["output"], int(value["length"]), sequence, modulus)
+def from_status(status: dict[str, Any], sequence: Sequence[int], modulus: int | None) -> CheckResult:
+    """The verdict for a status reported by the Python runner."""
+    kind = status.get("status")
+    if kind == "ok":
+        return judge(status["output"], int(status["length"]), sequence, modulus)
+    if kind in ("no_output", "exited"):
+        return CheckResult(
+            Verdict.NO_OUTPUT,
+            error="the program never assigns `output`"
+            if kind == "no_output"
+            else "the program exited before `output` was read",
+        )
+    if kind == "bad_output":
+        return CheckResult(Verdict.BAD_OUTPUT, error=_short(status.get("error", "")))
+    if kind == "error":
+        error = _short(f"{status.get('type')}: {status.get('message')}")
+        syntax = status.get("type") in _SYNTAX_ERRORS
+        return CheckResult(Verdict.SYNTAX_ERROR if syntax else Verdict.RUNTIME_ERROR, error=error)
+    return CheckResult(_FAILURES.get(str(kind), Verdict.KILLED), error=_short(status.get("message") or kind))
 
 
 class CandidateChecker:
@@ -148,13 +135,14 @@ class CandidateChecker:
         if mode not in ("dsl", "python"):
             raise ValueError(f"mode must be 'dsl' or 'python', got {mode!r}")
         self.mode, self.config, self.modulus = mode, config or CheckConfig(), modulus
-        self._pool: SandboxPool | None = None
+        self._runner: PythonRunner | None = None
 
-    def _sandbox(self) -> SandboxPool:
-        if self._pool is None:
-            limits = SandboxConfig(timeout_s=self.config.timeout_s, memory_mb=self.config.memory_mb)
-            self._pool = SandboxPool(workers=self.config.workers or os.cpu_count() or 1, config=limits)
-        return self._pool
+    def _python(self) -> PythonRunner:
+        if self._runner is None:
+            c = self.config
+            workers = c.workers or os.cpu_count() or 1
+            self._runner = PythonRunner(c.timeout_s, c.memory_mb, workers, c.batch_size, c.batch_budget_s)
+        return self._runner
 
     def check(
         self, codes: Sequence[str | None], sequences: Sequence[Sequence[int]], progress: bool = False
@@ -171,17 +159,17 @@ class CandidateChecker:
                 results[i] = CheckResult(Verdict.NO_CODE)
             else:
                 to_run.setdefault((code, len(sequence) + self.config.output_margin), []).append(i)
-        jobs = [SandboxJob(_CHECK_SOURCE, "kt_check", [code, n]) for code, n in to_run]
-        outcomes = self._sandbox().map(jobs, progress=progress) if jobs else []
-        for indices, outcome in zip(to_run.values(), outcomes, strict=True):
-            for i in indices:
-                results[i] = _from_sandbox(outcome, sequences[i], self.modulus)
+        if to_run:
+            statuses = self._python().run([c for c, _ in to_run], [k for _, k in to_run], progress)
+            for indices, status in zip(to_run.values(), statuses, strict=True):
+                for i in indices:
+                    results[i] = from_status(status, sequences[i], self.modulus)
         return [r for r in results if r is not None]
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
 
     def __enter__(self) -> CandidateChecker:
         return self
@@ -197,5 +185,6 @@ __all__ = [
     "CheckResult",
     "Verdict",
     "check_dsl",
+    "from_status",
     "judge",
 ]

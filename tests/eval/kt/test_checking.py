@@ -93,6 +93,10 @@ HOSTILE = {
         "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)\noutput = []",
         Verdict.RUNTIME_ERROR,
     ),
+    "swallows its alarm": (
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass",
+        Verdict.TIMEOUT,
+    ),
     "correct": ("output = list(range(1, 5))", Verdict.CORRECT),
     "correct with helper": (
         "def f(n):\n    return list(range(1, n + 1))\noutput = f(4)\nprint('done')",
@@ -101,9 +105,10 @@ HOSTILE = {
 }
 
 
-def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on() -> None:
+@pytest.mark.parametrize("batch_size", [1, 32])
+def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on(batch_size: int) -> None:
     names = list(HOSTILE)
-    config = CheckConfig(timeout_s=1.0, memory_mb=256, workers=2)
+    config = CheckConfig(timeout_s=1.0, memory_mb=256, workers=2, batch_size=batch_size)
     with CandidateChecker("python", config) as checker:
         results = checker.check([HOSTILE[n][0] for n in names], [SEQ] * len(names))
         again = checker.check(["output = [1, 2, 3, 4]"], [SEQ])  # the pool still works afterwards
@@ -117,6 +122,32 @@ def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on() -> None
     assert got["huge output"].output_length == 10**6 - 1 and len(got["huge output"].output or []) == 5
     assert got["syntax error"].error and "SyntaxError" in got["syntax error"].error
     assert again[0].verdict == Verdict.CORRECT
+
+
+PATCHERS = [
+    "import builtins, sys, math\nbuiltins.list = lambda *a: [0]\nbuiltins.isinstance = lambda *a: True\n"
+    "sys.setrecursionlimit(60)\nmath.floor = lambda x: 99\nsys.modules['json'] = None\noutput = [9]",
+    "import math, json\noutput = list(range(1, 3)) + [math.floor(3.5)] + json.loads('[4]')",
+    "def f(n):\n    return n if n < 2 else f(n - 1) + 1\noutput = [1, 2, 3, f(300) // 75]",
+    "import collections\ncollections.Counter = None\nimport tokenize\ntokenize.x = 1\noutput = [1, 2, 3, 4]",
+    "import collections, tokenize\nassert collections.Counter is not None and not hasattr(tokenize, 'x')\n"
+    "output = [1, 2, 3, 4]",
+]
+
+
+def test_a_batch_puts_builtins_modules_and_hooks_back_between_candidates() -> None:
+    from eval.kt.python_runner import BATCH_SOURCE
+    from kt_train.sandbox import SandboxJob, SandboxPool
+    from kt_train.sandbox import Verdict as SandboxVerdict
+
+    with SandboxPool(workers=1) as pool:  # one batch, run directly: it must report (no fallback to lone jobs)
+        result = pool.run(SandboxJob(BATCH_SOURCE, "kt_check_batch", [PATCHERS, [5] * len(PATCHERS), 2.0, 5.0]))
+    assert result.verdict == SandboxVerdict.OK, result
+    assert [s["status"] for s in result.return_value] == ["ok"] * 5
+    assert [s["output"] for s in result.return_value] == [[9]] + [[1, 2, 3, 4]] * 4
+    with CandidateChecker("python", CheckConfig(batch_size=32)) as checker:
+        verdicts = [r.verdict for r in checker.check(PATCHERS, [SEQ] * len(PATCHERS))]
+    assert verdicts == [Verdict.WRONG_OUTPUT] + [Verdict.CORRECT] * 4
 
 
 def test_identical_programs_run_once_but_are_judged_per_sequence() -> None:

@@ -73,7 +73,10 @@ def lmic_rates(dataset: KTDataset, config: BaselineConfig, progress: bool) -> di
     from eval.kt.lmic import LMiCConfig, lmic_bits
 
     sequences = [item.sequence for item in dataset.items[: config.lmic_items]]
-    lmic_config = LMiCConfig() if config.lmic_model is None else LMiCConfig(model=config.lmic_model)
+    options: dict[str, Any] = {"max_value": 2**dataset.symbol_bits - 1}  # the number grammar: 0..7 for DNA
+    if config.lmic_model is not None:
+        options["model"] = config.lmic_model
+    lmic_config = LMiCConfig(**options)
     bits = lmic_bits(sequences, lmic_config, progress=progress)
     raw = dataset.symbol_bits * sum(len(s) for s in sequences)
     return {

@@ -37,12 +37,16 @@ quality: setup
 	$(VENV)/bin/ruff format --check .
 
 OFFICIAL_DIR ?= /tmp/official
+KT_DATA_DIR ?= /tmp/kt
 
 bench: setup
 	$(PY) bench/bench_dsl_generate.py
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_traces.py
 	$(PY) bench/bench_sft.py
+	$(PY) bench/bench_kt_check.py
+	$(PY) bench/bench_kt_baselines.py $(if $(wildcard $(KT_DATA_DIR)/synthetic.bin),--official-data $(KT_DATA_DIR),)
+	$(PY) bench/bench_lmic.py
 	@if [ -f $(OFFICIAL_DIR)/src/synthetic_data_generation/generate_data.py ]; then \
 		$(PY) bench/compare_official.py --official-dir $(OFFICIAL_DIR); \
 	else \

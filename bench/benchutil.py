@@ -29,7 +29,8 @@ Figures measured by the scripts under `bench/`; each script rewrites its own sec
 
 ```
 make setup && . .venv/bin/activate
-make bench               # 1M DSL pairs, sandbox, traces, LoRA SFT (+ the official comparison with /tmp/official)
+make bench               # 1M DSL pairs, sandbox, traces, LoRA SFT, KT checking/baselines/LMiC (+ the official
+                         # comparison with /tmp/official)
 python bench/bench_dsl_generate.py --repeats 3 --check-determinism   # the figures below (~4 min)
 pip install pandas       # needed by the official generator only (not a project dependency)
 python bench/compare_official.py --official-dir /tmp/official       # side by side (~4 min)
@@ -265,6 +266,9 @@ SECTIONS = {
     "sandbox": "Sandbox",
     "sft": "LoRA SFT on CPU",
     "traces": "Traces",
+    "kt_check": "KT checking of Python completions",
+    "kt_baselines": "KT baselines on the 1 MB synthetic set",
+    "kt_lmic": "KT LMiC coder",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import torch
 from datasets import Dataset
@@ -24,22 +25,31 @@ QUICK = ["--max_steps", "1", "--warmup_steps", "0", "--per_device_train_batch_si
 QUICK += ["--save_strategy", "no"]
 
 
-def train_quickly(task: str, config: str, data: Path, out: Path) -> dict[str, torch.Tensor]:
+def train_quickly(
+    task: str, config: str, data: Path, out: Path, extra: tuple[str, ...] = ()
+) -> dict[str, torch.Tensor]:
     """One optimizer step of recipes/<task>.py with `config` on `data`; the LoRA B matrices it saved (all trained)."""
     recipe = load_recipe(task)
-    argv = ["--config", str(ROOT / config), "--dataset_name", str(data), "--output_dir", str(out), *QUICK]
+    argv = ["--config", str(ROOT / config), "--dataset_name", str(data), "--output_dir", str(out), *QUICK, *extra]
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
     lora_b = {k: v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k}
     assert len(lora_b) == 30 * 7 and all(v.abs().sum() > 0 for v in lora_b.values())
     return lora_b
 
 
-def test_sft_kt_on_a_small_corpus(tmp_path: Path) -> None:
+def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
     out = tmp_path / "out"
-    train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out)
+    evaluation = ("--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "24")
+    train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out, evaluation)
     results = json.loads((out / "train_results.json").read_text())
     assert results["train_samples"] + results["train_rows_over_max_length"] == 40
+    summary = json.loads((out / "kt_eval" / "summary.json").read_text())  # written by `kt eval kt` in a subprocess
+    assert summary["settings"]["adapter"] == str(out) and summary["settings"]["mode"] == "dsl"
+    assert summary["metrics"]["num_items"] == 2 and summary["program_prior"] == "uniform"
+    training = {tuple(s) for s in pq.read_table(corpus / "data").column("sequence").to_pylist()}
+    held_out = pq.read_table(out / "kt_eval_set" / "data")
+    assert not training & {tuple(s) for s in held_out.column("sequence").to_pylist()}
 
 
 def nl_chats(rows: int = 12) -> Dataset:

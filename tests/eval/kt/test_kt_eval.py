@@ -185,3 +185,19 @@ def test_generation_with_the_embedded_model_is_resumable(synthetic: Path, tmp_pa
     assert second["metrics"] == first["metrics"]
     assert run_kt_eval(config, factory=counting_backend, progress=False)["metrics"] == first["metrics"]
     assert len(calls) == 2  # a finished run loads no model
+
+
+def test_the_summary_and_plots_go_to_an_offline_wandb_run(
+    synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    rows = _rows(synthetic)[:3]
+    path = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    out = tmp_path / "out"
+    config = KTEvalConfig(
+        dataset=str(synthetic), output=str(out), mode="dsl", predictions=str(path), limit=3, wandb_project="kt-test"
+    )
+    run_kt_eval(config, progress=False)
+    runs = list((out / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))

@@ -23,7 +23,7 @@ def _cut_special(text: str) -> str:
 
 
 def _answer_region(text: str) -> str:
-    """The text after the last answer marker (the CoT prompt puts a thought before it), else all of it."""
+    """The text after the last answer marker (the CoT prompt puts a thought before it), else `text` itself."""
     pos = text.lower().rfind(ANSWER_MARKER)
     return text[pos + len(ANSWER_MARKER) :] if pos >= 0 else text
 
@@ -36,25 +36,35 @@ def _parses(text: str) -> bool:
     return True
 
 
+def _clean(text: str) -> str | None:
+    """A piece of text as code: cut at `###`, language tag line dropped, dedented; None when it is prose."""
+    code = _LANGUAGE_LINE.sub("", text.split(END_MARK)[0], count=1)
+    code = textwrap.dedent(code.strip("\n")).strip()
+    return code if code and ("=" in code or _parses(code)) else None  # prose: no assignment and not Python either
+
+
+def _code_in(text: str) -> str | None:
+    """The code of one region: its last fenced block of code that mentions `output` (else its last fenced block of
+    code), or, without fences, the text before the first `###`."""
+    blocks = _FENCE.findall(text)
+    if not blocks:
+        return _clean(text)
+    codes = [code for block in blocks if (code := _clean(block)) is not None]
+    with_output = [code for code in codes if "output" in code]
+    return (with_output or codes or [None])[-1]
+
+
 def extract_code(completion: str | None) -> str | None:
     """The program text of a completion, or None when there is none.
 
-    In the answer region: the last fenced block that mentions `output` (else the last fenced block), or, without
-    fences, the text before the first `###`. A leading language tag line (`python`) is dropped. Text with no
-    assignment that does not parse as Python either is prose: no code.
+    First the answer region (after the last answer marker), then, when that holds no code (a model may repeat the
+    marker after its program), the whole completion. A leading language tag line (`python`) is dropped.
     """
     if not completion:
         return None
-    region = _answer_region(_cut_special(completion))
-    blocks = _FENCE.findall(region)
-    if blocks:
-        with_output = [b for b in blocks if "output" in b]
-        code = (with_output or blocks)[-1]
-    else:
-        code = region
-    code = _LANGUAGE_LINE.sub("", code.split(END_MARK)[0], count=1)
-    code = textwrap.dedent(code.strip("\n")).strip()
-    return code if code and ("=" in code or _parses(code)) else None  # prose: no assignment and not Python either
+    text = _cut_special(completion)
+    region = _answer_region(text)
+    return _code_in(region) or (_code_in(text) if region is not text else None)
 
 
 __all__ = ["ANSWER_MARKER", "END_MARK", "extract_code"]

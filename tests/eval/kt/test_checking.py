@@ -30,6 +30,10 @@ SEQ = (1, 2, 3, 4)
         ("output = [1]<|im_end|>junk", "output = [1]"),
         ("    output = [1]\n    x = 2", "output = [1]\nx = 2"),
         ("I cannot write that program.", None),
+        (
+            "```python\noutput = [7]\n```\nOutput:\nThe Python program that generates the sequence is: \nThe output",
+            "output = [7]",
+        ),  # the marker repeated after the program
         ("", None),
         ("###", None),
         (None, None),

@@ -66,6 +66,8 @@ class KTEvalConfig:
             raise ValueError("--adapter needs --model")
         if self.num_samples < 1:
             raise ValueError(f"--num-samples must be >= 1, got {self.num_samples}")
+        if self.num_samples > 1 and self.temperature == 0 and self.model is not None:
+            raise ValueError("--num-samples > 1 needs --temperature > 0 (greedy samples are all the same)")
         if self.mode == "dsl" and self.prompt != "zero-shot":
             raise ValueError("DSL mode has the SeqCoder prompt only (--prompt zero-shot)")
 

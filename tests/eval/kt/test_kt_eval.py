@@ -121,6 +121,7 @@ def test_bad_inputs_give_one_error_line(synthetic: Path, tmp_path: Path, capsys:
         ["eval", "kt", "--dataset", str(tmp_path), "--mode", "dsl", "--predictions", str(unknown), "--output", "x"],
         [*base, "--predictions", str(unknown), "--prompt", "cot"],
         [*base, "--model", "smollm2-135m-instruct", "--adapter", str(tmp_path)],
+        [*base, "--model", "smollm2-135m-instruct", "--num-samples", "4"],
         ["eval", "kt-baselines", "--dataset", str(tmp_path / "nothing"), "--output", str(tmp_path / "b")],
     ]
     for argv in cases:

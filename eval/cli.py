@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.kt.cli import register_kt
+from eval.rtce.cli import register_rtce
 from kt_train.cli import fail
 
 
@@ -63,3 +64,4 @@ def register(subparsers: Any) -> None:
     adapters.add_argument("--seed", type=int, default=42)
     adapters.set_defaults(handler=_adapters_command)
     register_kt(commands)
+    register_rtce(commands)

@@ -1,0 +1,1 @@
+"""RTCE evaluation (papers 000/001)."""

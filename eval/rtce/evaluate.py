@@ -1,0 +1,170 @@
+"""`kt eval rtce`: the base model and its adapters on the four RTCE tasks, scored, with round trips and a report.
+
+Per model (`base`, then each adapter): completions at every temperature (`<label>.completions.jsonl`, resumable),
+scored rows (`scored.jsonl`), round-trip second calls (`<label>.roundtrips.jsonl`, resumable), then `summary.json`,
+`report.md` and the plots (`eval.rtce.report`). `--predictions` scores existing completions instead (no round trips:
+they need the model).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from eval.rtce.generation import ModelSpec, generate_rows
+from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
+from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
+from eval.rtce.scoring import score_completions
+from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.records import write_jsonl
+
+SCORED_FILE = "scored.jsonl"
+BASE = "base"
+
+
+@dataclass
+class RTCEEvalConfig:
+    """One RTCE evaluation run."""
+
+    benchmark: str = field(metadata={"help": "benchmark folder (`kt rtce build`) holding rtce.json"})
+    output: str = field(metadata={"help": "folder for completions, scores, round trips, summary, report, plots"})
+    model: str | None = field(default=None, metadata={"help": "base model (None: score --predictions)"})
+    adapters: dict[str, str] = field(default_factory=dict, metadata={"help": "label -> LoRA adapter folder"})
+    predictions: str | None = field(default=None, metadata={"help": "JSONL of existing completions"})
+    algorithms: list[str] = field(default_factory=lambda: list(ALGORITHM_NAMES), metadata={"help": "algorithms"})
+    tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES), metadata={"help": "tasks"})
+    ids: str | None = field(default=None, metadata={"help": "file of input ids to evaluate (default: all)"})
+    items: int | None = field(default=None, metadata={"help": "inputs per algorithm (the first N by id)"})
+    temperatures: list[float] = field(default_factory=lambda: [0.2, 0.8], metadata={"help": "sampling temperatures"})
+    n: int = field(default=5, metadata={"help": "completions per prompt (Pass@5 needs n >= 5)"})
+    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
+    max_new_tokens: int = field(default=16384, metadata={"help": "tokens per completion (the paper: 16,384)"})
+    seed: int = field(default=42, metadata={"help": "sampling seed"})
+    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
+    batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
+    roundtrip: bool = field(default=True, metadata={"help": "run the round-trip second calls"})
+    retries: int = field(default=2, metadata={"help": "retries of a failed generation request"})
+    backoff_s: float = field(default=5.0, metadata={"help": "seconds before a retry"})
+    wandb_project: str | None = field(default=None, metadata={"help": "log tables and plots to this W&B project"})
+
+    def __post_init__(self) -> None:
+        if (self.model is None) == (self.predictions is None):
+            raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
+        if self.adapters and self.model is None:
+            raise ValueError("--adapter needs --model")
+        if self.n < 1 or not self.temperatures:
+            raise ValueError("--n must be >= 1 and --temperatures non-empty")
+
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(
+            top_p=self.top_p, top_k=0, max_new_tokens=self.max_new_tokens, n=self.n, seed=self.seed, stop=["[/ANSWER]"]
+        )
+
+    def specs(self) -> list[ModelSpec]:
+        assert self.model is not None  # checked above
+        return [
+            ModelSpec(BASE, self.model),
+            *(ModelSpec(label, self.model, path) for label, path in self.adapters.items()),
+        ]
+
+
+BackendFactory = Callable[[ModelSpec, RTCEEvalConfig], GenerationBackend]
+
+
+def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBackend:
+    from kt_train.generation import get_backend
+
+    if config.backend == "vllm":
+        return get_backend("vllm", spec.model, adapter=spec.adapter, seed=config.seed)
+    return get_backend("transformers", spec.model, adapter=spec.adapter, dtype="float32")
+
+
+def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
+    """Completion rows from a JSONL of rows `id` (input/algorithm/task) + `completions` (or `completion`), with
+    optional `model` and `temperature`; rows of items not selected are skipped."""
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no predictions file {file}")
+    rows = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            texts = row["completions"] if "completions" in row else [row["completion"]]
+            item_id = str(row["id"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{file}:{number}: not a row with `id` and `completions`: {exc}") from None
+        if item_id in items:
+            model, temperature = str(row.get("model", BASE)), float(row.get("temperature", 0.0))
+            rows.append({"id": f"{model}/t{temperature:g}/{item_id}", "item": item_id, "model": model,
+                         "adapter": row.get("adapter"), "temperature": temperature, "n": len(texts),
+                         "completions": [t if isinstance(t, str) else None for t in texts]})  # fmt: skip
+    if not rows:
+        raise ValueError(f"{file} has no rows for the selected items (ids like {next(iter(items), '?')!r})")
+    return rows
+
+
+def score_rows(rows: Sequence[dict[str, Any]], items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
+    """Completion rows with their item's metadata and scores (the report's input)."""
+    scored = []
+    for row in rows:
+        item = items[row["item"]]
+        meta = {"key": row["id"], "id": item.id, "item_id": item.item_id, "algorithm": item.algorithm}
+        meta |= {"task": item.task, "family": item.family, "category": item.category}
+        meta |= {"input_length": item.input_length, "answer": item.answer}
+        rest = {k: v for k, v in row.items() if k != "id"}
+        scored.append(meta | rest | score_completions(row["completions"], item.answer))
+    return scored
+
+
+def run_rtce_eval(
+    config: RTCEEvalConfig, factory: BackendFactory = default_backend, progress: bool = True
+) -> dict[str, Any]:
+    """The whole job; returns the summary."""
+    from eval.rtce.report import write_report
+
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    selected = load_items(config.benchmark, config.algorithms, config.tasks, config.ids, config.items)
+    if not selected:
+        raise ValueError(f"no items selected from {config.benchmark}")
+    items = {item.id: item for item in selected}
+    if config.predictions is not None:
+        scored = score_rows(read_predictions(config.predictions, items), items)
+        roundtrips: list[dict[str, Any]] = []
+    else:
+        scored, roundtrips = [], []
+        sampling = config.sampling()
+        for spec in config.specs():
+            backends: list[GenerationBackend] = []
+
+            def backend(spec: ModelSpec = spec, backends: list[GenerationBackend] = backends) -> GenerationBackend:
+                if not backends:
+                    backends.append(factory(spec, config))
+                return backends[0]
+
+            path = output / f"{spec.label}.completions.jsonl"
+            rows = generate_rows(spec, backend, selected, config.temperatures, sampling, path, config.batch_size,
+                                 config.retries, config.backoff_s, progress)  # fmt: skip
+            model_scored = score_rows(rows, items)
+            scored += model_scored
+            if config.roundtrip:
+                cases = roundtrip_cases(model_scored, items)
+                path = output / f"{spec.label}.roundtrips.jsonl"
+                roundtrips += run_roundtrips(cases, items, backend, sampling, path, config.batch_size, progress)
+    write_jsonl(output / SCORED_FILE, scored)
+    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
+    settings["num_prompts"] = len(selected)
+    summary = write_report(scored, roundtrips, output, f"RTCE: {config.model or config.predictions}", settings)
+    if config.wandb_project:
+        from eval.rtce.report import log_to_wandb
+
+        log_to_wandb(summary, scored, output, config.wandb_project)
+    return summary
+
+
+__all__ = ["BASE", "SCORED_FILE", "RTCEEvalConfig", "read_predictions", "run_rtce_eval", "score_rows"]

@@ -1,0 +1,105 @@
+"""Completions for RTCE prompts: one resumable JSONL file per model, rows carrying the model and sampling metadata.
+
+Requests that fail are retried (the paper: two retries with a 5 s backoff), so one hiccup of an inference server
+does not end a 14-hour run; a prompt that still fails is recorded with no completions and scored as unanswered.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from eval.rtce.items import RTCEItem
+from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.records import run_resumable
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s: float = 5.0) -> T:
+    """`call(*args)`, tried again up to `retries` times, `backoff_s` seconds apart, while it raises."""
+    for attempt in range(retries + 1):
+        try:
+            return call(*args)
+        except (RuntimeError, OSError, ConnectionError, TimeoutError) as exc:
+            if attempt == retries:
+                raise
+            logger.warning("generation failed (%s); retry %d of %d in %.0f s", exc, attempt + 1, retries, backoff_s)
+            time.sleep(backoff_s)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to evaluate: a label for the report, the base model and an optional LoRA adapter."""
+
+    label: str
+    model: str
+    adapter: str | None = None
+
+
+def completion_key(label: str, temperature: float, item_id: str) -> str:
+    """The id of a completion row: model label, temperature and the item's id."""
+    return f"{label}/t{temperature:g}/{item_id}"
+
+
+def generate_rows(
+    spec: ModelSpec,
+    backend: Callable[[], GenerationBackend],
+    items: Sequence[RTCEItem],
+    temperatures: Sequence[float],
+    sampling: SamplingConfig,
+    path: Path,
+    batch_size: int = 8,
+    retries: int = 2,
+    backoff_s: float = 5.0,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Completion rows of every (temperature, item) for one model, made batch by batch into `path` (resumable).
+
+    `backend` is called once, on first need: a finished file loads no model.
+    """
+    loaded: list[GenerationBackend] = []
+    work = [(t, item) for t in temperatures for item in items]
+
+    def process(batch: Sequence[tuple[float, RTCEItem]]) -> list[dict[str, Any]]:
+        if not loaded:
+            loaded.append(backend())
+        rows = []
+        for temperature in sorted({t for t, _ in batch}):
+            group = [item for t, item in batch if t == temperature]
+            params = SamplingConfig(**{**sampling.__dict__, "temperature": temperature})
+            start = time.perf_counter()
+            try:
+                prompts = [i.prompt for i in group]
+                texts = with_retries(loaded[0].generate, prompts, params, retries=retries, backoff_s=backoff_s)
+            except (RuntimeError, OSError, ConnectionError, TimeoutError) as exc:
+                logger.error("generation failed for %d prompts after %d retries: %s", len(group), retries, exc)
+                texts = [None] * len(group)
+            elapsed = (time.perf_counter() - start) / max(len(group), 1)
+            meta = {"model": spec.label, "base_model": spec.model, "adapter": spec.adapter, "temperature": temperature}
+            meta |= {
+                "top_p": params.top_p,
+                "n": params.n,
+                "seed": params.seed,
+                "max_new_tokens": params.max_new_tokens,
+            }
+            for item, completions in zip(group, texts, strict=True):
+                rows.append(
+                    {"id": completion_key(spec.label, temperature, item.id), "item": item.id, **meta}
+                    | {"completions": completions or [], "elapsed_s": round(elapsed, 3)}
+                )
+        return rows
+
+    def key(work_item: tuple[float, RTCEItem]) -> str:
+        return completion_key(spec.label, work_item[0], work_item[1].id)
+
+    return run_resumable(path, work, key, process, batch_size, progress, f"generate {spec.label}")
+
+
+__all__ = ["ModelSpec", "completion_key", "generate_rows", "with_retries"]

@@ -1,0 +1,85 @@
+"""The RTCE benchmark's prompts as evaluation items: one per (input, algorithm, task), with what the report needs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracegen.benchmark import CORPUS_FILE
+from tracegen.sft_data import load_eval_ids
+from tracegen.tasks import TASKS
+
+ALGORITHM_NAMES = ("ae", "lzw", "rle", "huffman")
+TASK_NAMES = tuple(t.value for t in TASKS)
+
+
+@dataclass(frozen=True)
+class RTCEItem:
+    """One prompt of the benchmark with its reference answer and its input's metadata."""
+
+    id: str  # item_id/algorithm/task
+    item_id: str
+    algorithm: str
+    task: str
+    prompt: str
+    answer: Any
+    family: str
+    category: str
+    input_length: int
+    x: str  # the input string (the round trip must give it back)
+    freq: dict[str, int] | None  # the frequency table shown with AE / Huffman code
+
+
+def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
+    """The unified corpus (`rtce.json`) of a benchmark folder, sorted by item id."""
+    path = Path(benchmark_dir) / CORPUS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
+    return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
+
+
+def load_items(
+    benchmark_dir: Path | str,
+    algorithms: Sequence[str] = ALGORITHM_NAMES,
+    tasks: Sequence[str] = TASK_NAMES,
+    ids: Path | str | Sequence[str] | None = None,
+    limit: int | None = None,
+) -> list[RTCEItem]:
+    """Items of the first `limit` inputs (of `ids`, or all) per algorithm, every task; inputs whose float arithmetic
+    coding does not round-trip are skipped (their label is unsure)."""
+    unknown = sorted(set(algorithms) - set(ALGORITHM_NAMES)) + sorted(set(tasks) - set(TASK_NAMES))
+    if unknown:
+        raise ValueError(f"unknown algorithm(s) or task(s): {', '.join(unknown)}")
+    wanted = load_eval_ids(ids) if ids is not None else None
+    corpus = load_corpus(benchmark_dir)
+    items = []
+    for algorithm in algorithms:
+        chosen = [
+            e for e in corpus if (wanted is None or e["id"] in wanted) and e["algorithms"][algorithm]["roundtrip_ok"]
+        ]
+        for entry in chosen[:limit]:
+            per_algorithm = entry["algorithms"][algorithm]
+            for task in tasks:
+                record = per_algorithm["tasks"][task]
+                items.append(
+                    RTCEItem(
+                        id=f"{entry['id']}/{algorithm}/{task}",
+                        item_id=entry["id"],
+                        algorithm=algorithm,
+                        task=task,
+                        prompt=record["prompt"],
+                        answer=record["answer"],
+                        family=entry["family"],
+                        category=entry["category"],
+                        input_length=entry["length"],
+                        x=entry["input"],
+                        freq=per_algorithm["freq"],
+                    )
+                )
+    return items
+
+
+__all__ = ["ALGORITHM_NAMES", "TASK_NAMES", "RTCEItem", "load_corpus", "load_items"]

@@ -1,0 +1,97 @@
+"""Round-trip consistency (paper 000, §3 and Fig. 2): does the model's own encoding, decoded by the model, give the
+input back?
+
+For each input x and algorithm: the model's z^ from its O/P Pred answer (first completion) is shown to the model in
+an I/P Pred prompt (a second call); the round trip passes when the answer is exactly x. Reported beside the two
+directions scored on their own (O/P Pred on x, I/P Pred on the true z), so that inputs passing both directions yet
+failing the round trip (the paper's headline finding) are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.answers import extract_answer
+from eval.rtce.generation import with_retries
+from eval.rtce.items import RTCEItem
+from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.algorithms import get_algorithm
+from tracegen.records import run_resumable
+from tracegen.tasks import Task, task_prompt
+
+
+def roundtrip_prompt(item: RTCEItem, z_hat: Any) -> str:
+    """The I/P Pred prompt of `item`'s input and algorithm, showing the model's own encoding `z_hat`."""
+    return task_prompt(get_algorithm(item.algorithm), Task.INPUT_PRED, z_hat, item.freq)
+
+
+def roundtrip_cases(scored: Sequence[Mapping[str, Any]], items: Mapping[str, RTCEItem]) -> list[dict[str, Any]]:
+    """One case per (model, temperature, input, algorithm) that has both O/P Pred and I/P Pred rows."""
+    by_key: dict[tuple[str, float, str, str], dict[str, Mapping[str, Any]]] = {}
+    for row in scored:
+        item = items[row["item"]]
+        if item.task in (Task.OUTPUT_PRED.value, Task.INPUT_PRED.value):
+            by_key.setdefault((row["model"], row["temperature"], item.item_id, item.algorithm), {})[item.task] = row
+    cases = []
+    for (model, temperature, item_id, algorithm), rows in sorted(by_key.items()):
+        if len(rows) < 2:
+            continue
+        op, ip = rows[Task.OUTPUT_PRED.value], rows[Task.INPUT_PRED.value]
+        found = bool(op["found"]) and op["found"][0]
+        cases.append(
+            {
+                "id": f"{model}/t{temperature:g}/{item_id}/{algorithm}",
+                "model": model,
+                "temperature": temperature,
+                "item_id": item_id,
+                "algorithm": algorithm,
+                "item": ip["item"],  # the I/P Pred item: its input x and frequency table
+                "op_pass": bool(op["em"] and op["em"][0]),
+                "ip_pass": bool(ip["em"] and ip["em"][0]),
+                "z_hat_found": found,
+                "z_hat": op["predictions"][0] if found else None,
+            }
+        )
+    return cases
+
+
+def run_roundtrips(
+    cases: Sequence[dict[str, Any]],
+    items: Mapping[str, RTCEItem],
+    backend: Callable[[], GenerationBackend],
+    sampling: SamplingConfig,
+    path: Path,
+    batch_size: int = 8,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """The second call of every case (one completion at the case's temperature), resumable in `path`."""
+    loaded: list[GenerationBackend] = []
+
+    def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        asked = [c for c in batch if c["z_hat_found"]]
+        texts: dict[str, str | None] = {}
+        for temperature in sorted({c["temperature"] for c in asked}):
+            group = [c for c in asked if c["temperature"] == temperature]
+            if not loaded:
+                loaded.append(backend())
+            params = SamplingConfig(**{**sampling.__dict__, "temperature": temperature, "n": 1})
+            prompts = [roundtrip_prompt(items[c["item"]], c["z_hat"]) for c in group]
+            outputs = with_retries(loaded[0].generate, prompts, params)
+            texts |= {c["id"]: (out[0] if out else None) for c, out in zip(group, outputs, strict=True)}
+        records = []
+        for case in batch:
+            text = texts.get(case["id"])
+            found, x_hat = extract_answer(text) if text is not None else (False, None)
+            x = items[case["item"]].x
+            records.append(
+                {k: v for k, v in case.items() if k != "item"}
+                | {"completion": text, "x_hat": x_hat if found else None, "roundtrip_pass": found and x_hat == x}
+            )
+        return records
+
+    return run_resumable(path, list(cases), lambda c: c["id"], process, batch_size, progress, "round trips")
+
+
+__all__ = ["roundtrip_cases", "roundtrip_prompt", "run_roundtrips"]

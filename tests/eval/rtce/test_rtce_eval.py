@@ -1,0 +1,141 @@
+"""`kt eval rtce`: items, scoring with pass@k, predictions mode, round trips and a real CPU run that resumes."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from eval.rtce.evaluate import (
+    SCORED_FILE,
+    RTCEEvalConfig,
+    default_backend,
+    read_predictions,
+    run_rtce_eval,
+    score_rows,
+)
+from eval.rtce.generation import ModelSpec, with_retries
+from eval.rtce.items import load_items
+from eval.rtce.roundtrip import roundtrip_cases, roundtrip_prompt
+from eval.rtce.scoring import score_completions
+from kt_train.cli import main
+from tracegen.algorithms import get_algorithm
+from tracegen.benchmark import build_benchmark
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bench")
+    build_benchmark(path, seed=42, num_inputs=6, progress=False)
+    return path
+
+
+def answer(value: object) -> str:
+    return f"Let me think.\n[ANSWER]\n{json.dumps({'output': value})}\n[/ANSWER]"
+
+
+def test_items_carry_their_input_and_metadata(benchmark: Path) -> None:
+    items = load_items(benchmark, ["rle"], ["output_pred", "input_pred"], limit=2)
+    assert len(items) == 4 and {i.task for i in items} == {"output_pred", "input_pred"}
+    corpus = {e["id"]: e for e in json.loads((benchmark / "rtce.json").read_text())}
+    for item in items:
+        entry = corpus[item.item_id]
+        assert item.x == entry["input"] and item.input_length == len(entry["input"])
+        assert (
+            item.category == entry["category"]
+            and item.answer == entry["algorithms"]["rle"]["tasks"][item.task]["answer"]
+        )
+    with pytest.raises(ValueError, match="unknown"):
+        load_items(benchmark, ["zip"])
+
+
+def test_pass_at_k_against_the_combinatorial_formula() -> None:
+    texts = [answer(3), "no answer", answer(4), answer(3), None, answer(3), answer(2)]
+    scores = score_completions(texts, 3)
+    assert scores["em"] == [True, False, False, True, False, True, False]
+    assert scores["found"] == [True, False, True, True, False, True, True]
+    n, c = 7, 3
+    assert scores["pass@1"] == pytest.approx(c / n)
+    assert scores["pass@5"] == pytest.approx(1 - comb(n - c, 5) / comb(n, 5))
+    assert scores["any@5"] is True
+    short = score_completions([answer(1), answer(3)], 3)
+    assert short["pass@5"] is None and short["any@5"] is None and short["pass@1"] == 0.5
+    assert score_completions([], 3)["pass@1"] == 0.0
+
+
+def test_with_retries_backs_off_then_gives_up() -> None:
+    calls = []
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) < 3:
+            raise ConnectionError("server restarting")
+        return x * 2
+
+    assert with_retries(flaky, 21, retries=2, backoff_s=0.01) == 42 and len(calls) == 3
+    calls.clear()
+    with pytest.raises(ConnectionError):
+        with_retries(flaky, 1, retries=1, backoff_s=0.01)
+
+
+def test_predictions_are_scored_and_round_trip_cases_built(benchmark: Path, tmp_path: Path) -> None:
+    items = {i.id: i for i in load_items(benchmark, ["rle"], ["output_pred", "input_pred"], limit=2)}
+    rows = [{"id": key, "completions": [answer(item.answer), "garbage"]} for key, item in items.items()]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scored = score_rows(read_predictions(path, items), items)
+    assert all(r["em"] == [True, False] and r["pass@1"] == 0.5 for r in scored)
+    cases = roundtrip_cases(scored, items)
+    assert len(cases) == 2 and all(c["op_pass"] and c["ip_pass"] and c["z_hat_found"] for c in cases)
+    case = cases[0]
+    item = items[case["item"]]
+    assert case["z_hat"] == items[f"{item.item_id}/rle/output_pred"].answer  # the model's own z
+    prompt = roundtrip_prompt(item, case["z_hat"])
+    assert prompt == item.prompt  # the model's z is the true z here, so the second call is the I/P Pred prompt
+    assert get_algorithm("rle").decode(get_algorithm("rle").encode(item.x)) == item.x
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="not a row"):
+        read_predictions(bad, items)
+
+
+def test_cli_errors_are_one_line(benchmark: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["eval", "rtce", "--benchmark", str(benchmark), "--output", str(tmp_path / "o")]
+    for argv in (
+        [*base, "--predictions", str(tmp_path / "missing.jsonl")],
+        [*base, "--model", "smollm2-135m-instruct", "--adapter", f"x={tmp_path}"],
+        [*base, "--model", "smollm2-135m-instruct", "--adapter", "nolabel"],
+        ["eval", "rtce", "--benchmark", str(tmp_path), "--output", "o", "--predictions", "p"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("kt: error:"), (argv, err)
+
+
+@pytest.mark.slow
+def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(benchmark: Path, tmp_path: Path) -> None:
+    loads: list[str] = []
+
+    def counting(spec: ModelSpec, config: RTCEEvalConfig):  # the real backend; counts model loads
+        loads.append(spec.label)
+        return default_backend(spec, config)
+
+    out = tmp_path / "rtce"
+    config = RTCEEvalConfig(
+        benchmark=str(benchmark), output=str(out), model="smollm2-135m-instruct", algorithms=["rle"],
+        tasks=["output_pred", "input_pred"], items=1, temperatures=[0.8], n=2, max_new_tokens=48, batch_size=2,
+    )  # fmt: skip
+    summary = run_rtce_eval(config, factory=counting, progress=False)
+    assert loads == ["base"]
+    scored = [json.loads(line) for line in (out / SCORED_FILE).read_text().splitlines()]
+    assert len(scored) == 2 and all(len(r["completions"]) == 2 for r in scored)
+    assert all(r["temperature"] == 0.8 and r["top_p"] == 0.95 and r["seed"] == 42 for r in scored)
+    trips = [json.loads(line) for line in (out / "base.roundtrips.jsonl").read_text().splitlines()]
+    assert len(trips) == 1 and isinstance(trips[0]["roundtrip_pass"], bool)
+    for name in ("summary.json", "report.md"):
+        assert (out / name).stat().st_size > 0
+    assert list(out.glob("*.png"))
+    again = run_rtce_eval(config, factory=counting, progress=False)  # everything on disk: no model is loaded
+    assert loads == ["base"] and json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)

@@ -47,6 +47,7 @@ def _rtce_command(args: argparse.Namespace) -> int:
             backend=args.backend,
             batch_size=args.batch_size,
             roundtrip=not args.no_roundtrip,
+            adapter_scope=args.adapter_scope,
             wandb_project=args.wandb_project,
         )
         summary = run_rtce_eval(config)
@@ -80,6 +81,12 @@ def register_rtce(commands: Any) -> None:
     rtce.add_argument("--backend", choices=["transformers", "vllm"], default="transformers")
     rtce.add_argument("--batch-size", type=int, default=8)
     rtce.add_argument("--no-roundtrip", action="store_true", help="skip the round-trip second calls")
+    rtce.add_argument(
+        "--adapter-scope",
+        choices=["own", "all"],
+        default="own",
+        help="own: an adapter named after an algorithm (lzw=DIR) answers that algorithm's prompts only",
+    )
     rtce.add_argument("--wandb-project", default=None)
     rtce.set_defaults(handler=_rtce_command)
 

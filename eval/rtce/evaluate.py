@@ -45,6 +45,10 @@ class RTCEEvalConfig:
     seed: int = field(default=42, metadata={"help": "sampling seed"})
     backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
+    adapter_scope: Literal["own", "all"] = field(
+        default="own",
+        metadata={"help": "own: an adapter labelled with an algorithm (lzw=DIR) answers that algorithm only; all"},
+    )
     roundtrip: bool = field(default=True, metadata={"help": "run the round-trip second calls"})
     retries: int = field(default=2, metadata={"help": "retries of a failed generation request"})
     backoff_s: float = field(default=5.0, metadata={"help": "seconds before a retry"})
@@ -62,6 +66,12 @@ class RTCEEvalConfig:
         return SamplingConfig(
             top_p=self.top_p, top_k=0, max_new_tokens=self.max_new_tokens, n=self.n, seed=self.seed, stop=["[/ANSWER]"]
         )
+
+    def answers(self, spec: ModelSpec, items: Sequence[RTCEItem]) -> list[RTCEItem]:
+        """The items a model answers: the base model all; an algorithm's adapter its own (scope `own`)."""
+        if spec.adapter is None or self.adapter_scope == "all" or spec.label not in ALGORITHM_NAMES:
+            return list(items)
+        return [item for item in items if item.algorithm == spec.label]
 
     def specs(self) -> list[ModelSpec]:
         assert self.model is not None  # checked above
@@ -148,7 +158,8 @@ def run_rtce_eval(
                 return backends[0]
 
             path = output / f"{spec.label}.completions.jsonl"
-            rows = generate_rows(spec, backend, selected, config.temperatures, sampling, path, config.batch_size,
+            asked = config.answers(spec, selected)
+            rows = generate_rows(spec, backend, asked, config.temperatures, sampling, path, config.batch_size,
                                  config.retries, config.backoff_s, progress)  # fmt: skip
             model_scored = score_rows(rows, items)
             scored += model_scored

@@ -1,0 +1,510 @@
+"""The outputs of an RTCE evaluation: aggregates, the paper's Tables 3 and 4, round-trip counts, input difficulty
+(Appendices I-K), `summary.json`, `report.md`, the plots of `eval.rtce.plots` and (optionally) a W&B run.
+
+Input: scored rows (one per model label x temperature x item x algorithm x task, with per-completion `em`/`es` lists
+and `pass@1`, `pass@5`, `any@5`; the last two are None when n < 5) and round-trip records (one per model x temperature
+x item x algorithm with `op_pass`, `ip_pass`, `roundtrip_pass`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from tracegen.tasks import Task
+
+Row = Mapping[str, Any]
+
+ALGORITHM_ORDER = ("ae", "lzw", "rle", "huffman")  # the paper's order
+ALGORITHM_NAMES = {"ae": "AE", "lzw": "LZW", "rle": "RLE", "huffman": "HUFFMAN"}
+TASK_ORDER = tuple(task.value for task in Task)
+TABLE3_METRICS = (("em", "EM"), ("es", "ES"), ("pass@5", "P@5"))
+LENGTH_EDGES = (16, 32, 64, 128, 256)  # input-length bins (lo, hi], open at both ends
+LENGTH_BINS = (
+    f"<={LENGTH_EDGES[0]}",
+    *(f"{lo + 1}-{hi}" for lo, hi in pairwise(LENGTH_EDGES)),
+    f">{LENGTH_EDGES[-1]}",
+)
+ROUNDTRIP_COLUMNS = (
+    "model",
+    "temperature",
+    "algorithm",
+    "inputs",
+    "op_pass",
+    "ip_pass",
+    "both_pass",
+    "roundtrip_pass",
+    "both_pass_roundtrip_fail",
+)
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+LENGTH_PLOT_FILE = "length_vs_pass.png"
+CATEGORY_PLOT_FILE = "category_difficulty.png"
+
+
+def radial_plot_file(algorithm: str) -> str:
+    return f"radial_{algorithm}.png"
+
+
+# --- ordering and labels ---------------------------------------------------------------------------------------------
+
+
+def algorithm_label(name: str) -> str:
+    return ALGORITHM_NAMES.get(name, name.upper())
+
+
+def task_label(name: str) -> str:
+    try:
+        return Task(name).label
+    except ValueError:
+        return name
+
+
+def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
+    """The distinct `values`: those in `order` first, in its order, then the others sorted."""
+    present = set(values)
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def series_keys(records: Iterable[Row]) -> list[tuple[str, float]]:
+    """The (model, temperature) pairs: models in first-seen order, temperatures ascending within a model."""
+    models: dict[str, set[float]] = {}
+    for record in records:
+        models.setdefault(record["model"], set()).add(record["temperature"])
+    return [(model, t) for model, temps in models.items() for t in sorted(temps)]
+
+
+def series_label(model: str, temperature: float, several_temperatures: bool) -> str:
+    return f"{model} T={temperature:g}" if several_temperatures else model
+
+
+def several_temperatures(records: Iterable[Row]) -> bool:
+    return len({r["temperature"] for r in records}) > 1
+
+
+def pass_metric(records: Sequence[Row]) -> str:
+    """`pass@5` when every record has it, else `pass@1` (n < 5 somewhere): one metric for every comparison."""
+    return "pass@5" if records and all(r.get("pass@5") is not None for r in records) else "pass@1"
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _group(records: Iterable[Row], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Row]]:
+    groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
+    for record in records:
+        groups[tuple(record[k] for k in keys)].append(record)
+    return groups
+
+
+def _sorted(records: list[dict[str, Any]], extra: Callable[[Row], Any] = lambda r: 0) -> list[dict[str, Any]]:
+    """By model (first seen), temperature, algorithm (paper order), task (where present), then `extra`."""
+    models = {model: i for i, model in enumerate(dict.fromkeys(r["model"] for r in records))}
+    algorithms = {a: i for i, a in enumerate(ordered((r["algorithm"] for r in records), ALGORITHM_ORDER))}
+    tasks = {t: i for i, t in enumerate(ordered((r.get("task", "") for r in records), TASK_ORDER))}
+    return sorted(
+        records,
+        key=lambda r: (
+            models[r["model"]],
+            r["temperature"],
+            algorithms[r["algorithm"]],
+            tasks[r.get("task", "")],
+            extra(r),
+        ),
+    )
+
+
+# --- aggregates ------------------------------------------------------------------------------------------------------
+
+
+def aggregate(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """One record per (model, temperature, algorithm, task): EM and ES over all completions, mean pass@1, pass@5 and
+    any@5 over the rows that have them (None when none has)."""
+    records = []
+    for (model, temperature, algorithm, task), group in _group(
+        rows, ("model", "temperature", "algorithm", "task")
+    ).items():
+        em = [float(x) for r in group for x in r["em"]]
+        es = [float(x) for r in group for x in r["es"]]
+        records.append(
+            {
+                "model": model,
+                "adapter": group[0].get("adapter"),
+                "temperature": temperature,
+                "algorithm": algorithm,
+                "task": task,
+                "n_items": len({r["item_id"] for r in group}),
+                "samples": len(em),
+                "em": _mean(em),
+                "es": _mean(es),
+                "pass@1": _mean([float(r["pass@1"]) for r in group]),
+                "pass@5": _mean([float(r["pass@5"]) for r in group if r.get("pass@5") is not None]),
+                "any@5": _mean([float(r["any@5"]) for r in group if r.get("any@5") is not None]),
+            }
+        )
+    return _sorted(records)
+
+
+def roundtrip_summary(records: Iterable[Row]) -> list[dict[str, Any]]:
+    """Counts per (model, temperature, algorithm); `both_pass_roundtrip_fail`: O/P Pred and I/P Pred both right, yet
+    the model's decoding of its own encoding is not x (the paper's headline finding)."""
+    out = []
+    for (model, temperature, algorithm), group in _group(records, ("model", "temperature", "algorithm")).items():
+        op = [bool(r["op_pass"]) for r in group]
+        ip = [bool(r["ip_pass"]) for r in group]
+        rt = [bool(r["roundtrip_pass"]) for r in group]
+        out.append(
+            {
+                "model": model,
+                "temperature": temperature,
+                "algorithm": algorithm,
+                "inputs": len(group),
+                "op_pass": sum(op),
+                "ip_pass": sum(ip),
+                "both_pass": sum(o and i for o, i in zip(op, ip)),
+                "roundtrip_pass": sum(rt),
+                "both_pass_roundtrip_fail": sum(o and i and not r for o, i, r in zip(op, ip, rt)),
+            }
+        )
+    return _sorted(out)
+
+
+def length_bin(length: int) -> str:
+    """The LENGTH_BINS label of `length`."""
+    return LENGTH_BINS[sum(length > edge for edge in LENGTH_EDGES)]
+
+
+def length_bins(rows: Sequence[Row], metric: str | None = None) -> list[dict[str, Any]]:
+    """Mean pass per (algorithm, model, temperature, length bin) with the number of items and rows in the bin."""
+    metric = metric or pass_metric(rows)
+    out = []
+    for (algorithm, model, temperature, label), group in _group(
+        [{**r, "bin": length_bin(int(r["input_length"]))} for r in rows], ("algorithm", "model", "temperature", "bin")
+    ).items():
+        values = [float(r[metric]) for r in group if r.get(metric) is not None]
+        out.append(
+            {
+                "algorithm": algorithm,
+                "model": model,
+                "temperature": temperature,
+                "bin": label,
+                "items": len({r["item_id"] for r in group}),
+                "rows": len(values),
+                "mean": _mean(values),
+            }
+        )
+    return _sorted(out, extra=lambda r: LENGTH_BINS.index(r["bin"]))
+
+
+def category_difficulty(rows: Sequence[Row], metric: str | None = None) -> list[dict[str, Any]]:
+    """Mean pass per (category, task) over models, temperatures and algorithms (Appendix K)."""
+    metric = metric or pass_metric(rows)
+    tasks = {t: i for i, t in enumerate(ordered((r["task"] for r in rows), TASK_ORDER))}
+    out = []
+    for (family, category, task), group in _group(rows, ("family", "category", "task")).items():
+        values = [float(r[metric]) for r in group if r.get(metric) is not None]
+        out.append(
+            {
+                "family": family,
+                "category": category,
+                "task": task,
+                "items": len({r["item_id"] for r in group}),
+                "rows": len(values),
+                "mean": _mean(values),
+            }
+        )
+    return sorted(out, key=lambda r: (r["family"], r["category"], tasks[r["task"]]))
+
+
+def easiest_hardest(
+    rows: Sequence[Row], k: int = 5, algorithm: str | None = None, metric: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The k inputs with the highest and the lowest mean pass over tasks, models and temperatures (Appendix J);
+    `solved` counts the rows with a pass above zero. Ties: shorter first among the easiest, longer among the
+    hardest. With fewer than 2k inputs the two lists split them (no input in both)."""
+    metric = metric or pass_metric(rows)
+    chosen = [r for r in rows if algorithm is None or r["algorithm"] == algorithm]
+    inputs = []
+    for (item_id,), group in _group(chosen, ("item_id",)).items():
+        values = [float(r[metric]) for r in group if r.get(metric) is not None]
+        if values:
+            first = group[0]
+            inputs.append(
+                {
+                    "item_id": item_id,
+                    "family": first.get("family"),
+                    "category": first.get("category"),
+                    "input_length": first.get("input_length"),
+                    "rows": len(values),
+                    "solved": sum(v > 0 for v in values),
+                    "mean": sum(values) / len(values),
+                }
+            )
+    easiest = sorted(inputs, key=lambda r: (-r["mean"], r["input_length"], r["item_id"]))
+    hardest = sorted(inputs, key=lambda r: (r["mean"], -r["input_length"], r["item_id"]))
+    return {"easiest": easiest[: min(k, (len(inputs) + 1) // 2)], "hardest": hardest[: min(k, len(inputs) // 2)]}
+
+
+# --- markdown --------------------------------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int) -> list[str]:
+    align = ["---"] * text_columns + ["---:"] * (len(header) - text_columns)
+    return [f"| {' | '.join(cells)} |" for cells in (header, align, *rows)]
+
+
+def _tasks(records: Iterable[Row]) -> list[str]:
+    """The four paper tasks (always, so the table keeps its shape) and any other task present."""
+    return ordered([*TASK_ORDER, *(r["task"] for r in records)], TASK_ORDER)
+
+
+def table3_markdown(aggregated: Sequence[Row]) -> str:
+    """The paper's Table 3: a row per model (and temperature) x algorithm, EM / ES / P@5 per task in %, and Average,
+    the mean of the metrics shown in the row."""
+    index = {(r["model"], r["temperature"], r["algorithm"], r["task"]): r for r in aggregated}
+    tasks, temps = _tasks(aggregated), several_temperatures(aggregated)
+    header = [
+        "Model",
+        *(["T"] if temps else []),
+        "Alg.",
+        *(f"{task_label(t)} {name}" for t in tasks for _, name in TABLE3_METRICS),
+        "Average",
+    ]
+    body = []
+    for model, temperature in series_keys(aggregated):
+        mine = [r for r in aggregated if r["model"] == model and r["temperature"] == temperature]
+        for algorithm in ordered((r["algorithm"] for r in mine), ALGORITHM_ORDER):
+            values = [
+                index.get((model, temperature, algorithm, t), {}).get(key) for t in tasks for key, _ in TABLE3_METRICS
+            ]
+            average = _mean([v for v in values if v is not None])
+            lead = [model, *([f"{temperature:g}"] if temps else []), algorithm_label(algorithm)]
+            body.append([*lead, *map(_pct, values), _pct(average)])
+    return "\n".join(_table(header, body, 3 if temps else 2)) + "\n"
+
+
+def table4_markdown(aggregated: Sequence[Row], metric: str = "pass@5") -> str:
+    """The paper's Table 4: `metric` per task in %, a row per model (adapter) x algorithm, a column group per
+    temperature."""
+    index = {(r["model"], r["temperature"], r["algorithm"], r["task"]): r for r in aggregated}
+    tasks, temps = _tasks(aggregated), sorted({r["temperature"] for r in aggregated})
+    adapters: dict[str, str | None] = {}
+    for r in aggregated:
+        adapters[r["model"]] = adapters.get(r["model"]) or r.get("adapter")
+    with_adapter = any(adapters.values())
+    header = [
+        "Model",
+        *(["Adapter"] if with_adapter else []),
+        "Alg.",
+        *(f"T={t:g} {task_label(task)}" for t in temps for task in tasks),
+    ]
+    body = []
+    for model in dict.fromkeys(r["model"] for r in aggregated):
+        algorithms = ordered((r["algorithm"] for r in aggregated if r["model"] == model), ALGORITHM_ORDER)
+        for algorithm in algorithms:
+            values = [index.get((model, t, algorithm, task), {}).get(metric) for t in temps for task in tasks]
+            lead = [model, *([adapters[model] or "-"] if with_adapter else []), algorithm_label(algorithm)]
+            body.append([*lead, *map(_pct, values)])
+    return "\n".join(_table(header, body, 3 if with_adapter else 2)) + "\n"
+
+
+def roundtrip_markdown(summary: Sequence[Row]) -> str:
+    """Round-trip counts per model (and temperature) x algorithm."""
+    if not summary:
+        return "No round-trip records.\n"
+    temps = several_temperatures(summary)
+    header = [
+        "Model",
+        *(["T"] if temps else []),
+        "Alg.",
+        "inputs",
+        "O/P Pred",
+        "I/P Pred",
+        "both",
+        "round trip",
+        "both, round trip fails",
+    ]
+    body = [
+        [
+            r["model"],
+            *([f"{r['temperature']:g}"] if temps else []),
+            algorithm_label(r["algorithm"]),
+            *(str(r[k]) for k in ("inputs", "op_pass", "ip_pass", "both_pass", "roundtrip_pass")),
+            str(r["both_pass_roundtrip_fail"]),
+        ]
+        for r in summary
+    ]
+    return "\n".join(_table(header, body, 3 if temps else 2)) + "\n"
+
+
+def category_markdown(difficulty: Sequence[Row]) -> str:
+    """Mean pass in % per category (rows) and task (columns)."""
+    index = {(r["category"], r["task"]): r["mean"] for r in difficulty}
+    tasks = ordered((r["task"] for r in difficulty), TASK_ORDER)
+    categories = dict.fromkeys((r["family"], r["category"]) for r in difficulty)
+    body = [
+        [category, str(family), *(_pct(index.get((category, t))) for t in tasks)] for family, category in categories
+    ]
+    return "\n".join(_table(["Category", "Family", *map(task_label, tasks)], body, 2)) + "\n"
+
+
+def inputs_markdown(inputs: Mapping[str, Sequence[Row]]) -> str:
+    """The easiest and hardest inputs (from `easiest_hardest`) as one table."""
+    header = ["", "Input", "Category", "Length", "rows", "solved", "mean pass"]
+    body = [
+        [
+            f"{kind} {rank}",
+            r["item_id"],
+            str(r["category"]),
+            *(str(r[key]) for key in ("input_length", "rows", "solved")),
+            _pct(r["mean"]),
+        ]
+        for kind in ("easiest", "hardest")
+        for rank, r in enumerate(inputs[kind], start=1)
+    ]
+    return "\n".join(_table(header, body, 3)) + "\n"
+
+
+def report_markdown(summary: Mapping[str, Any]) -> str:
+    """report.md: settings, Tables 3 and 4, round trips, plots, category difficulty, easiest and hardest inputs."""
+    metric, aggregated = summary["pass_metric"], summary["aggregated"]
+    settings = "".join(f"- {key}: `{value}`\n" for key, value in summary["settings"].items())
+    parts = [
+        f"# {summary['title']}\n" + (f"\n{settings}" if settings else ""),
+        "## Table 3: EM, ES and Pass@5 per task (%)\n\nAverage: the mean of the metrics shown in its row; "
+        "`-`: no data (P@5 needs n >= 5).\n\n" + table3_markdown(aggregated),
+        f"## Table 4: {metric} per task and temperature (%)\n\n" + table4_markdown(aggregated, metric),
+        "## Round trips (inputs counted)\n\nO/P Pred on x and I/P Pred on the true z, each scored on its own "
+        "(first completion); round trip: the model, given its own encoding of x, answers x. `both, round trip "
+        "fails`: both directions right, round trip wrong.\n\n" + roundtrip_markdown(summary["roundtrip"]),
+        f"## {metric} per task, one polygon per model\n\n"
+        + "".join(f"![{algorithm_label(a)}]({radial_plot_file(a)})\n" for a in summary["algorithms"]),
+        f"## Input length vs {metric}\n\n![length]({LENGTH_PLOT_FILE})\n",
+        f"## Mean {metric} per input category and task (%)\n\n![categories]({CATEGORY_PLOT_FILE})\n\n"
+        + category_markdown(summary["category_difficulty"]),
+        f"## Easiest and hardest inputs (mean {metric} over tasks and models, %)\n\n"
+        + "\n".join(f"### {algorithm_label(a)}\n\n{inputs_markdown(summary['inputs'][a])}" for a in summary["inputs"]),
+    ]
+    return "\n".join(parts)
+
+
+# --- files and W&B ---------------------------------------------------------------------------------------------------
+
+
+def write_report(
+    rows: Sequence[Row],
+    roundtrip_records: Sequence[Row],
+    output_dir: str | Path,
+    title: str,
+    settings: Mapping[str, Any],
+    k: int = 5,
+) -> dict[str, Any]:
+    """Write summary.json, report.md and the PNGs into `output_dir`; return the summary."""
+    from eval.rtce import plots
+
+    if not rows:
+        raise ValueError("no scored rows to report")
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    metric, aggregated = pass_metric(rows), aggregate(rows)
+    algorithms = ordered((r["algorithm"] for r in rows), ALGORITHM_ORDER)
+    difficulty = category_difficulty(rows, metric)
+    for algorithm in algorithms:
+        plots.radial_pass_plot(aggregated, algorithm, output / radial_plot_file(algorithm), metric)
+    plots.length_vs_pass_plot(rows, output / LENGTH_PLOT_FILE, metric)
+    plots.category_heatmap_plot(difficulty, output / CATEGORY_PLOT_FILE, metric)
+    summary = {
+        "title": title,
+        "settings": dict(settings),
+        "pass_metric": metric,
+        "algorithms": algorithms,
+        "aggregated": aggregated,
+        "roundtrip": roundtrip_summary(roundtrip_records),
+        "by_length": length_bins(rows, metric),
+        "category_difficulty": difficulty,
+        "inputs": {a: easiest_hardest(rows, k, a, metric) for a in algorithms},
+        "plots": [*map(radial_plot_file, algorithms), LENGTH_PLOT_FILE, CATEGORY_PLOT_FILE],
+    }
+    (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    (output / REPORT_FILE).write_text(report_markdown(summary), encoding="utf-8")
+    return summary
+
+
+def _wandb_table(records: Sequence[Row], columns: Collection[str]) -> Any:
+    import wandb
+
+    return wandb.Table(columns=list(columns), data=[[r.get(c) for c in columns] for r in records])
+
+
+def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: str | Path, project: str) -> None:
+    """A W&B run (offline unless logged in; files under `output_dir`): tables of the aggregates, the round trips and
+    the scored rows, and the plots."""
+    import wandb
+
+    from kt_train.training.wandb_logging import logged_in
+
+    if not logged_in():
+        os.environ.setdefault("WANDB_MODE", "offline")
+    output = Path(output_dir)
+    config = {"title": summary["title"], **summary["settings"]}
+    run = wandb.init(project=project, dir=str(output), config=config, job_type="rtce-eval")
+    try:
+        scores = [
+            {**r, "em": _mean([float(x) for x in r["em"]]), "es": _mean([float(x) for x in r["es"]])} for r in rows
+        ]
+        score_columns = ["id", "model", "temperature", "algorithm", "task", "family", "category", "input_length", "n"]
+        run.log(
+            {
+                "aggregated": _wandb_table(summary["aggregated"], list(summary["aggregated"][0])),
+                "roundtrip": _wandb_table(summary["roundtrip"], ROUNDTRIP_COLUMNS),
+                "scores": _wandb_table(scores, [*score_columns, "em", "es", "pass@1", "pass@5", "any@5"]),
+            }
+            | {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in summary["plots"]}
+        )
+    finally:
+        run.finish()
+
+
+__all__ = [
+    "ALGORITHM_ORDER",
+    "CATEGORY_PLOT_FILE",
+    "LENGTH_BINS",
+    "LENGTH_PLOT_FILE",
+    "REPORT_FILE",
+    "ROUNDTRIP_COLUMNS",
+    "SUMMARY_FILE",
+    "TASK_ORDER",
+    "Row",
+    "aggregate",
+    "algorithm_label",
+    "category_difficulty",
+    "category_markdown",
+    "easiest_hardest",
+    "inputs_markdown",
+    "length_bin",
+    "length_bins",
+    "log_to_wandb",
+    "ordered",
+    "pass_metric",
+    "radial_plot_file",
+    "report_markdown",
+    "roundtrip_markdown",
+    "roundtrip_summary",
+    "series_keys",
+    "series_label",
+    "several_temperatures",
+    "table3_markdown",
+    "table4_markdown",
+    "task_label",
+    "write_report",
+]

@@ -48,12 +48,15 @@ def _rtce_command(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             roundtrip=not args.no_roundtrip,
             adapter_scope=args.adapter_scope,
+            reflection_rounds=args.reflection_rounds,
+            reflection_gen_tokens=args.reflection_gen_tokens,
             wandb_project=args.wandb_project,
         )
         summary = run_rtce_eval(config)
     except (FileNotFoundError, ValueError, KeyError, ModelUnavailableError, ImportError) as exc:
         return fail(str(exc))
-    print(json.dumps(summary.get("roundtrip", summary.get("roundtrip_summary", [])), indent=1)[:4000])
+    for row in summary.get("roundtrip", []):
+        print(json.dumps(row))
     print(f"report: {Path(args.output) / 'report.md'}")
     return 0
 
@@ -87,6 +90,8 @@ def register_rtce(commands: Any) -> None:
         default="own",
         help="own: an adapter named after an algorithm (lzw=DIR) answers that algorithm's prompts only",
     )
+    rtce.add_argument("--reflection-rounds", type=int, default=0, help="self-reflection rounds (the paper: 2)")
+    rtce.add_argument("--reflection-gen-tokens", type=int, default=512, help="tokens per reflection call")
     rtce.add_argument("--wandb-project", default=None)
     rtce.set_defaults(handler=_rtce_command)
 

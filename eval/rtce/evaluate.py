@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from eval.rtce.generation import ModelSpec, generate_rows
 from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
+from eval.rtce.reflection import ReflectionConfig
+from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown, run_reflection
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -50,6 +52,12 @@ class RTCEEvalConfig:
         metadata={"help": "own: an adapter labelled with an algorithm (lzw=DIR) answers that algorithm only; all"},
     )
     roundtrip: bool = field(default=True, metadata={"help": "run the round-trip second calls"})
+    reflection_rounds: int = field(
+        default=0, metadata={"help": "self-reflection rounds on each first completion (0: none; the paper: 2)"}
+    )
+    reflection_gen_tokens: int = field(
+        default=512, metadata={"help": "tokens per critique / revision / repair call (the paper: 512)"}
+    )
     retries: int = field(default=2, metadata={"help": "retries of a failed generation request"})
     backoff_s: float = field(default=5.0, metadata={"help": "seconds before a retry"})
     wandb_project: str | None = field(default=None, metadata={"help": "log tables and plots to this W&B project"})
@@ -146,8 +154,9 @@ def run_rtce_eval(
     if config.predictions is not None:
         scored = score_rows(read_predictions(config.predictions, items), items)
         roundtrips: list[dict[str, Any]] = []
+        reflections: list[dict[str, Any]] = []
     else:
-        scored, roundtrips = [], []
+        scored, roundtrips, reflections = [], [], []
         sampling = config.sampling()
         for spec in config.specs():
             backends: list[GenerationBackend] = []
@@ -167,10 +176,22 @@ def run_rtce_eval(
                 cases = roundtrip_cases(model_scored, items)
                 path = output / f"{spec.label}.roundtrips.jsonl"
                 roundtrips += run_roundtrips(cases, items, backend, sampling, path, config.batch_size, progress)
+            if config.reflection_rounds > 0:
+                path = output / f"{spec.label}.reflection.jsonl"
+                reflection_config = ReflectionConfig(
+                    rounds=config.reflection_rounds, gen_tokens=config.reflection_gen_tokens
+                )
+                reflections += run_reflection(model_scored, items, backend, sampling, reflection_config, path,
+                                              config.batch_size, progress)  # fmt: skip
     write_jsonl(output / SCORED_FILE, scored)
     settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
     settings["num_prompts"] = len(selected)
     summary = write_report(scored, roundtrips, output, f"RTCE: {config.model or config.predictions}", settings)
+    if reflections:
+        summary["reflection"] = accuracy_by_round(reflections, config.reflection_rounds)
+        (output / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        with (output / "report.md").open("a", encoding="utf-8") as report:
+            report.write("\n" + reflection_markdown(summary["reflection"], config.reflection_rounds))
     if config.wandb_project:
         from eval.rtce.report import log_to_wandb
 

@@ -18,6 +18,7 @@ from eval.rtce.evaluate import (
 )
 from eval.rtce.generation import ModelSpec, with_retries
 from eval.rtce.items import load_items
+from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown
 from eval.rtce.roundtrip import roundtrip_cases, roundtrip_prompt
 from eval.rtce.scoring import score_completions
 from kt_train.cli import main
@@ -101,6 +102,20 @@ def test_predictions_are_scored_and_round_trip_cases_built(benchmark: Path, tmp_
         read_predictions(bad, items)
 
 
+def test_reflection_accuracy_by_round() -> None:
+    def record(task: str, ems: list[bool]) -> dict:
+        rounds = [{"em": em} for em in ems]
+        return {"model": "base", "temperature": 0.2, "algorithm": "rle", "task": task, "rounds": rounds}
+
+    records = [record("output_pred", [False, True]), record("output_pred", [False, False, False]),
+               record("output_pred", [True])]  # fmt: skip
+    table = accuracy_by_round(records, rounds=2)
+    assert table == [{"model": "base", "temperature": 0.2, "algorithm": "rle", "task": "output_pred", "n": 3,
+                      "em_by_round": [pytest.approx(1 / 3), pytest.approx(2 / 3), pytest.approx(2 / 3)]}]  # fmt: skip
+    markdown = reflection_markdown(table, rounds=2)
+    assert "| base | 0.2 | rle | output_pred | 3 | 33.3 | 66.7 | 66.7 |" in markdown
+
+
 def test_cli_errors_are_one_line(benchmark: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["eval", "rtce", "--benchmark", str(benchmark), "--output", str(tmp_path / "o")]
     for argv in (
@@ -126,6 +141,7 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     config = RTCEEvalConfig(
         benchmark=str(benchmark), output=str(out), model="smollm2-135m-instruct", algorithms=["rle"],
         tasks=["output_pred", "input_pred"], items=1, temperatures=[0.8], n=2, max_new_tokens=48, batch_size=2,
+        reflection_rounds=1, reflection_gen_tokens=24,
     )  # fmt: skip
     summary = run_rtce_eval(config, factory=counting, progress=False)
     assert loads == ["base"]
@@ -136,6 +152,10 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     assert len(trips) == 1 and isinstance(trips[0]["roundtrip_pass"], bool)
     for name in ("summary.json", "report.md"):
         assert (out / name).stat().st_size > 0
+    reflections = [json.loads(line) for line in (out / "base.reflection.jsonl").read_text().splitlines()]
+    assert len(reflections) == 2 and all(r["rounds"][0]["draft"] is not None for r in reflections)
+    assert [len(r["em_by_round"]) for r in summary["reflection"]] == [2, 2]
+    assert "## Self-reflection" in (out / "report.md").read_text()
     assert list(out.glob("*.png"))
     again = run_rtce_eval(config, factory=counting, progress=False)  # everything on disk: no model is loaded
     assert loads == ["base"] and json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)

@@ -49,6 +49,7 @@ def _rtce_command(args: argparse.Namespace) -> int:
             roundtrip=not args.no_roundtrip,
             adapter_scope=args.adapter_scope,
             reflection_rounds=args.reflection_rounds,
+            format_repair=args.format_repair,
             reflection_gen_tokens=args.reflection_gen_tokens,
             wandb_project=args.wandb_project,
         )
@@ -90,6 +91,7 @@ def register_rtce(commands: Any) -> None:
         default="own",
         help="own: an adapter named after an algorithm (lzw=DIR) answers that algorithm's prompts only",
     )
+    rtce.add_argument("--format-repair", action="store_true", help="rewrite answerless completions before scoring")
     rtce.add_argument("--reflection-rounds", type=int, default=0, help="self-reflection rounds (the paper: 2)")
     rtce.add_argument("--reflection-gen-tokens", type=int, default=512, help="tokens per reflection call")
     rtce.add_argument("--wandb-project", default=None)

@@ -18,6 +18,7 @@ from eval.rtce.generation import ModelSpec, generate_rows
 from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
 from eval.rtce.reflection import ReflectionConfig
 from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown, run_reflection
+from eval.rtce.repair import repair_rows, with_repairs
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -50,6 +51,9 @@ class RTCEEvalConfig:
     adapter_scope: Literal["own", "all"] = field(
         default="own",
         metadata={"help": "own: an adapter labelled with an algorithm (lzw=DIR) answers that algorithm only; all"},
+    )
+    format_repair: bool = field(
+        default=False, metadata={"help": "rewrite completions without an extractable answer (Appendix E) first"}
     )
     roundtrip: bool = field(default=True, metadata={"help": "run the round-trip second calls"})
     reflection_rounds: int = field(
@@ -170,6 +174,11 @@ def run_rtce_eval(
             asked = config.answers(spec, selected)
             rows = generate_rows(spec, backend, asked, config.temperatures, sampling, path, config.batch_size,
                                  config.retries, config.backoff_s, progress)  # fmt: skip
+            if config.format_repair:
+                path = output / f"{spec.label}.repairs.jsonl"
+                rows = with_repairs(
+                    rows, repair_rows(rows, backend, sampling, path, None, config.batch_size, progress)
+                )
             model_scored = score_rows(rows, items)
             scored += model_scored
             if config.roundtrip:

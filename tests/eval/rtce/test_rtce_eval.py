@@ -19,6 +19,7 @@ from eval.rtce.evaluate import (
 from eval.rtce.generation import ModelSpec, with_retries
 from eval.rtce.items import load_items
 from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown
+from eval.rtce.repair import needs_repair
 from eval.rtce.roundtrip import roundtrip_cases, roundtrip_prompt
 from eval.rtce.scoring import score_completions
 from kt_train.cli import main
@@ -102,6 +103,11 @@ def test_predictions_are_scored_and_round_trip_cases_built(benchmark: Path, tmp_
         read_predictions(bad, items)
 
 
+def test_needs_repair() -> None:
+    assert needs_repair("The answer is 5.") and needs_repair('{"result": 5}')
+    assert not needs_repair(answer(5)) and not needs_repair("") and not needs_repair(None) and not needs_repair("  ")
+
+
 def test_reflection_accuracy_by_round() -> None:
     def record(task: str, ems: list[bool]) -> dict:
         rounds = [{"em": em} for em in ems]
@@ -141,7 +147,7 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     config = RTCEEvalConfig(
         benchmark=str(benchmark), output=str(out), model="smollm2-135m-instruct", algorithms=["rle"],
         tasks=["output_pred", "input_pred"], items=1, temperatures=[0.8], n=2, max_new_tokens=48, batch_size=2,
-        reflection_rounds=1, reflection_gen_tokens=24,
+        reflection_rounds=1, reflection_gen_tokens=24, format_repair=True,
     )  # fmt: skip
     summary = run_rtce_eval(config, factory=counting, progress=False)
     assert loads == ["base"]
@@ -156,6 +162,12 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     assert len(reflections) == 2 and all(r["rounds"][0]["draft"] is not None for r in reflections)
     assert [len(r["em_by_round"]) for r in summary["reflection"]] == [2, 2]
     assert "## Self-reflection" in (out / "report.md").read_text()
+    repairs = [json.loads(line) for line in (out / "base.repairs.jsonl").read_text().splitlines()]
+    assert len(repairs) == 2 and all(len(r["repairs"]) == 2 for r in repairs)
+    for row in scored:  # a repaired completion is scored in place of the raw one, which is kept
+        for raw, text, fix in zip(row["raw_completions"], row["completions"], row["repaired"], strict=True):
+            assert text == (fix if fix is not None else raw)
+            assert fix is None or needs_repair(raw)
     assert list(out.glob("*.png"))
     again = run_rtce_eval(config, factory=counting, progress=False)  # everything on disk: no model is loaded
     assert loads == ["base"] and json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)

@@ -16,7 +16,8 @@ Data: `dataset_name` is a corpus made by `kt sft-data build` (one dataset folder
 default corpus (benchmark -> traces -> template translations -> SFT chats, evaluation inputs held out) is built
 once and cached under the kt-train cache (`$KT_TRAIN_CACHE`). Adapters go to `output_dir/<algorithm>/`. With
 `eval_after_training`, the main process then scores the base model and every adapter on held-out inputs in a
-separate process (`kt eval adapters`; a model cannot be reloaded inside a live ZeRO-3 process).
+separate process (`kt eval rtce`, each adapter on its own algorithm; a model cannot be reloaded inside a live ZeRO-3
+process).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class RTCEScriptArguments(DataArguments):
     )
     eval_items: int = field(default=5, metadata={"help": "held-out inputs per algorithm in that evaluation"})
     eval_max_new_tokens: int = field(default=512, metadata={"help": "tokens per answer in that evaluation"})
+    eval_tasks: list[str] = field(
+        default_factory=lambda: ["output_pred"],
+        metadata={"help": "tasks of that evaluation (all four and round trips: the paper's full evaluation)"},
+    )
+    eval_temperatures: list[float] = field(default_factory=lambda: [0.0], metadata={"help": "0: greedy"})
+    eval_n: int = field(default=1, metadata={"help": "completions per prompt in that evaluation (Pass@5: 5)"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -93,20 +100,26 @@ def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
 def evaluate_adapters(
     corpus: Path, script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig
 ) -> None:
-    """Score the base model and the adapters on held-out inputs of `corpus` in a fresh process (`kt eval adapters`)."""
+    """Score the base model and the adapters on held-out inputs of `corpus` in a fresh process (`kt eval rtce`)."""
     output = Path(training_args.output_dir)
     if not (corpus / "benchmark").is_dir() or not (corpus / EVAL_IDS_FILE).is_file():
         print(f"skipping the evaluation: {corpus} has no benchmark/ and {EVAL_IDS_FILE} (not a default corpus)")
         return
+    both = {"output_pred", "input_pred"} <= set(script_args.eval_tasks)
     command = [
-        sys.executable, "-m", "kt_train.cli", "eval", "adapters",
+        sys.executable, "-m", "kt_train.cli", "eval", "rtce",
         "--benchmark", str(corpus / "benchmark"),
         "--ids", str(corpus / EVAL_IDS_FILE),
         "--output", str(output / "eval"),
+        "--algorithms", *script_args.algorithms,
+        "--tasks", *script_args.eval_tasks,
         "--items", str(script_args.eval_items),
+        "--temperatures", *(f"{t:g}" for t in script_args.eval_temperatures),
+        "--n", str(script_args.eval_n),
         "--max-new-tokens", str(script_args.eval_max_new_tokens),
         "--seed", str(training_args.seed),
-        *(["--model", model_args.model_name_or_path] if model_args.model_name_or_path else []),
+        *([] if both else ["--no-roundtrip"]),
+        "--model", model_args.model_name_or_path or "smollm2-135m-instruct",
         *(arg for algorithm in script_args.algorithms for arg in ("--adapter", f"{algorithm}={output / algorithm}")),
     ]  # fmt: skip
     logger.info("evaluating in a separate process: %s", " ".join(command))

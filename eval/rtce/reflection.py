@@ -135,7 +135,7 @@ class ReflectionConfig:
 
 
 class ReflectionItem(Protocol):
-    """What `reflect` needs of an item (`eval.adapters.EvalItem` fits); `id` is read when present."""
+    """What `reflect` needs of an item (`eval.rtce.items.RTCEItem` fits); `id` is read when present."""
 
     prompt: str
     answer: Any

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from eval.adapters import EvalItem
 from eval.rtce.reflection import (
     CRITIQUE_B_SYSTEM,
     CUT_MARKER,
@@ -38,8 +39,17 @@ SECRET = "UNIQUE_SECRET_VALUE_123"
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=48)
 
 
-def item(prompt: str, answer, id_: str = "x") -> EvalItem:
-    return EvalItem(id=id_, item_id=id_, algorithm="rle", task="output_pred", prompt=prompt, answer=answer)
+@dataclass(frozen=True)
+class Item:
+    """What `reflect` reads of an item."""
+
+    id: str
+    prompt: str
+    answer: Any
+
+
+def item(prompt: str, answer, id_: str = "x") -> Item:
+    return Item(id=id_, prompt=prompt, answer=answer)
 
 
 # ---- config -------------------------------------------------------------------------------------------------------

@@ -171,3 +171,31 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     assert list(out.glob("*.png"))
     again = run_rtce_eval(config, factory=counting, progress=False)  # everything on disk: no model is loaded
     assert loads == ["base"] and json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
+
+
+def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benchmark: Path, tmp_path: Path) -> None:
+    from peft import LoraConfig, get_peft_model
+
+    from kt_train.models import DEFAULT_MODEL, get_model
+
+    adapter = tmp_path / "rle-adapter"
+    get_peft_model(get_model(DEFAULT_MODEL), LoraConfig(r=4, target_modules="all-linear")).save_pretrained(adapter)
+    loads: list[str | None] = []
+
+    def counting(spec: ModelSpec, config: RTCEEvalConfig):  # the real backend; counts model loads
+        loads.append(spec.adapter)
+        return default_backend(spec, config)
+
+    out = tmp_path / "eval"
+    config = RTCEEvalConfig(
+        benchmark=str(benchmark), output=str(out), model=DEFAULT_MODEL, adapters={"rle": str(adapter)},
+        algorithms=["rle", "lzw"], tasks=["output_pred"], items=1, temperatures=[0.0], n=1, max_new_tokens=6,
+        roundtrip=False,
+    )  # fmt: skip
+    summary = run_rtce_eval(config, factory=counting, progress=False)
+    assert loads == [None, str(adapter)]
+    cells = sorted((r["model"], r["algorithm"]) for r in summary["aggregated"])
+    assert cells == [("base", "lzw"), ("base", "rle"), ("rle", "rle")]  # the adapter answers rle only
+    rows = [json.loads(line) for line in (out / "rle.completions.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["adapter"] == str(adapter)
+    assert run_rtce_eval(config, factory=counting, progress=False) == summary and len(loads) == 2

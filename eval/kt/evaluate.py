@@ -20,6 +20,7 @@ from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
 from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
+from eval.predictions import read_prediction_rows
 from kt_train.generation import GenerationBackend, SamplingConfig
 from tracegen.records import run_resumable, write_jsonl
 
@@ -113,23 +114,12 @@ def _check_settings(output: Path, settings: dict[str, Any]) -> None:
 def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str | None]]:
     """Completions by item id from a JSONL file of rows `id` + `completion` (or `completions`, a list); several
     rows of one id are several samples. Rows of unknown ids are an error (a mismatched dataset)."""
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no predictions file {file}")
     by_id: dict[str, list[str | None]] = defaultdict(list)
     known = {item.id for item in dataset.items}
-    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            texts = row["completions"] if "completions" in row else [row["completion"]]
-            key = str(row["id"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{file}:{n}: not a row with `id` and `completion`: {exc}") from None
+    for number, _, key, texts in read_prediction_rows(path):
         if key not in known:
-            raise ValueError(f"{file}:{n}: id {key!r} is not in {dataset.path}")
-        by_id[key] += [t if isinstance(t, str) else None for t in texts]
+            raise ValueError(f"{path}:{number}: id {key!r} is not in {dataset.path}")
+        by_id[key] += texts
     return dict(by_id)
 
 

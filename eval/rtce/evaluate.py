@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from eval.predictions import read_prediction_rows
 from eval.rtce.generation import ModelSpec, generate_rows
 from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
 from eval.rtce.reflection import ReflectionConfig
@@ -107,26 +108,15 @@ def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBacken
 def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
     """Completion rows from a JSONL of rows `id` (input/algorithm/task) + `completions` (or `completion`), with
     optional `model` and `temperature`; rows of items not selected are skipped."""
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no predictions file {file}")
     rows = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            texts = row["completions"] if "completions" in row else [row["completion"]]
-            item_id = str(row["id"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{file}:{number}: not a row with `id` and `completions`: {exc}") from None
+    for _, row, item_id, texts in read_prediction_rows(path):
         if item_id in items:
             model, temperature = str(row.get("model", BASE)), float(row.get("temperature", 0.0))
             rows.append({"id": f"{model}/t{temperature:g}/{item_id}", "item": item_id, "model": model,
                          "adapter": row.get("adapter"), "temperature": temperature, "n": len(texts),
-                         "completions": [t if isinstance(t, str) else None for t in texts]})  # fmt: skip
+                         "completions": texts})  # fmt: skip
     if not rows:
-        raise ValueError(f"{file} has no rows for the selected items (ids like {next(iter(items), '?')!r})")
+        raise ValueError(f"{path} has no rows for the selected items (ids like {next(iter(items), '?')!r})")
     return rows
 
 

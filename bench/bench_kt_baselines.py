@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchutil import git_revision, invocation, load_average, machine_line, now, publish
+from benchutil import invocation, load_average, publish, run_header
 
 from eval.kt.baselines import BaselineConfig, chunks, compute_baselines, gzip_rates
 from eval.kt.dataset import load_kt_dataset
@@ -79,11 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     raw, utf8 = results["bytes"], results["latin1-utf8"]
     ub = raw["upper_bound"]
     lines = [
-        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
-        "",
-        "```",
-        invocation("bench_kt_baselines.py", argv),
-        "```",
+        *run_header(invocation("bench_kt_baselines.py", argv)),
         "",
         f"Synthetic set: `kt dsl eval-set --bytes {args.bytes} --seed {args.seed}`: {raw['num_sequences']:,} "
         f"sequences, {raw['total_symbols']:,} bytes (mean length {raw['total_symbols'] / raw['num_sequences']:.1f}; "

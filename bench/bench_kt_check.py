@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchutil import fmt_rate, git_revision, invocation, machine_check, now, publish
+from benchutil import fmt_rate, invocation, machine_check, publish, run_header
 
 from dsl.parser import parse_program
 from dsl.program import render_python
@@ -135,11 +135,7 @@ def report(runs: list[Run], command: str, source: str, machine: str, batch_size:
     startup = statistics.median(r.startup_s for r in runs)
     return "\n".join(
         [
-            f"Measured {now()} at commit {git_revision()}, in one run of:",
-            "",
-            "```",
-            command,
-            "```",
+            *run_header(command),
             "",
             "| method | repeat | completions | wall s | completions/s |",
             "|---|---:|---:|---:|---:|",

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchutil import git_revision, invocation, kt_command, load_average, machine_line, now, publish
+from benchutil import invocation, kt_command, load_average, publish, run_header
 
 KEY = "kt_lmic"
 EVAL_SET = ["dsl", "eval-set", "--bytes", "20000", "--seed", "0"]
@@ -136,11 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         groups[group] = [measure(coders[max_value], group, sequence, symbol_bits, verify=args.verify > 0)]
 
     lines = [
-        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
-        "",
-        "```",
-        invocation("bench_lmic.py", argv),
-        "```",
+        *run_header(invocation("bench_lmic.py", argv)),
         "",
         "| sequences | n | numbers (mean) | tokens (mean) | CR total | CR mean | ideal CR | gzip CR | "
         "encode tokens/s | decode tokens/s | s per 128 numbers |",

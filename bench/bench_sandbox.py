@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from benchutil import fmt_rate, git_revision, invocation, load_average, machine_line, now, publish
+from benchutil import fmt_rate, invocation, load_average, publish, run_header
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, Verdict
 
@@ -99,11 +99,7 @@ def report(runs: list[Run], command: str, workers: int, load_start: float) -> st
     speedup = pool / baseline
     startup = statistics.median(r.startup_s for r in runs if r.method == "SandboxPool")
     lines = [
-        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
-        "",
-        "```",
-        command,
-        "```",
+        *run_header(command),
         "",
         "| method | repeat | programs | wall s | programs/s |",
         "|---|---:|---:|---:|---:|",

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchutil import fmt_bytes, fmt_rate, git_revision, invocation, load_average, machine_line, now, publish
+from benchutil import (
+    fmt_bytes,
+    fmt_rate,
+    invocation,
+    load_average,
+    publish,
+    run_header,
+)
 
 KEY = "sft"
 TARGET_SPEEDUP = 2.0
@@ -390,11 +397,7 @@ def report(
         ", TRL's `padding_free=True` (`max_length=None`, no row is over 1024)" if b["padding_free"] else ""
     )
     lines = [
-        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
-        "",
-        "```",
-        command,
-        "```",
+        *run_header(command),
         "",
         "| method | repeat | timed steps | real tokens | padded slots | s/step | tokens/s | last loss | peak RSS |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchutil import git_revision, invocation, load_average, machine_line, now, publish
+from benchutil import invocation, load_average, publish, run_header
 
 from kt_train.sandbox import SandboxConfig, SandboxPool
 from tracegen.algorithms import ALGORITHMS
@@ -141,11 +141,7 @@ def report(runs: list[Run], command: str, workers: int, load_start: float, full:
     pool, baseline = _median_rate(runs, "SandboxPool"), _median_rate(runs, "subprocess per trace")
     speedup = pool / baseline
     lines = [
-        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
-        "",
-        "```",
-        command,
-        "```",
+        *run_header(command),
         "",
         "| method | repeat | traces | wall s | traces/s |",
         "|---|---:|---:|---:|---:|",

@@ -111,6 +111,17 @@ def git_revision() -> str:
         return "unknown"
 
 
+def run_header(command: str) -> list[str]:
+    """The opening lines of a section: when, at which commit, on which machine, and the command that measured it."""
+    return [
+        f"Measured {now()} at commit {git_revision()} on {machine_line()}, in one run of:",
+        "",
+        "```",
+        command,
+        "```",
+    ]
+
+
 def invocation(script: str, argv: list[str] | None) -> str:
     """The command line that ran `script`, for the report (without --no-doc)."""
     words = [w for w in (sys.argv[1:] if argv is None else argv) if w != "--no-doc"]

@@ -56,9 +56,9 @@ def upper_bound(dataset: KTDataset, encoding: GzipEncoding) -> dict[str, Any] | 
     """The gold programs scored as candidates (None for a set without programs)."""
     if any(item.program is None for item in dataset.items):
         return None
-    rows = []
+    rows, limits = [], CheckConfig()
     for item in dataset.items:
-        check = check_dsl(item.program, item.sequence, CheckConfig(), modulus=None)
+        check = check_dsl(item.program, item.sequence, limits, modulus=None)
         gzip_bits = sequence_gzip_bits(item.sequence, encoding)
         sample = score_sample(check, item.program, item.sequence, dataset.symbol_bits, "uniform", gzip_bits).as_dict()
         row = {"length": len(item.sequence), "sequence": item.sequence, "gzip_bits": gzip_bits}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,11 +90,9 @@ def log_to_wandb(summary: Mapping[str, Any], output: Path, project: str) -> None
     """Log the metrics and the plots to W&B (offline unless logged in; files under the output folder)."""
     import wandb
 
-    from kt_train.training.wandb_logging import logged_in
+    from kt_train.training.wandb_logging import start_wandb_run
 
-    if not logged_in():
-        os.environ.setdefault("WANDB_MODE", "offline")
-    run = wandb.init(project=project, dir=str(output), config=dict(summary["settings"]), job_type="kt-eval")
+    run = start_wandb_run(project, output, dict(summary["settings"]), "kt-eval")
     try:
         flat = {k: v for k, v in summary["metrics"].items() if isinstance(v, int | float)}
         flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}

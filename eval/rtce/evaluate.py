@@ -8,6 +8,7 @@ they need the model).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
 from eval.rtce.reflection import ReflectionConfig
 from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown, run_reflection
 from eval.rtce.repair import repair_rows, with_repairs
+from eval.rtce.report import log_to_wandb, write_report
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -137,8 +139,6 @@ def run_rtce_eval(
     config: RTCEEvalConfig, factory: BackendFactory = default_backend, progress: bool = True
 ) -> dict[str, Any]:
     """The whole job; returns the summary."""
-    from eval.rtce.report import write_report
-
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     selected = load_items(config.benchmark, config.algorithms, config.tasks, config.ids, config.items)
@@ -153,12 +153,7 @@ def run_rtce_eval(
         scored, roundtrips, reflections = [], [], []
         sampling = config.sampling()
         for spec in config.specs():
-            backends: list[GenerationBackend] = []
-
-            def backend(spec: ModelSpec = spec, backends: list[GenerationBackend] = backends) -> GenerationBackend:
-                if not backends:
-                    backends.append(factory(spec, config))
-                return backends[0]
+            backend = functools.cache(functools.partial(factory, spec, config))  # loaded on first need, once
 
             path = output / f"{spec.label}.completions.jsonl"
             asked = config.answers(spec, selected)
@@ -192,8 +187,6 @@ def run_rtce_eval(
         with (output / "report.md").open("a", encoding="utf-8") as report:
             report.write("\n" + reflection_markdown(summary["reflection"], config.reflection_rounds))
     if config.wandb_project:
-        from eval.rtce.report import log_to_wandb
-
         log_to_wandb(summary, scored, output, config.wandb_project)
     return summary
 

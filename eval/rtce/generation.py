@@ -6,6 +6,7 @@ does not end a 14-hour run; a prompt that still fails is recorded with no comple
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -62,22 +63,20 @@ def generate_rows(
 ) -> list[dict[str, Any]]:
     """Completion rows of every (temperature, item) for one model, made batch by batch into `path` (resumable).
 
-    `backend` is called once, on first need: a finished file loads no model.
+    `backend` gives the model's backend (the caller caches it); it is first called when a batch needs it, so a
+    finished file loads no model.
     """
-    loaded: list[GenerationBackend] = []
     work = [(t, item) for t in temperatures for item in items]
 
     def process(batch: Sequence[tuple[float, RTCEItem]]) -> list[dict[str, Any]]:
-        if not loaded:
-            loaded.append(backend())
         rows = []
         for temperature in sorted({t for t, _ in batch}):
             group = [item for t, item in batch if t == temperature]
-            params = SamplingConfig(**{**sampling.__dict__, "temperature": temperature})
+            params = dataclasses.replace(sampling, temperature=temperature)
             start = time.perf_counter()
             try:
                 prompts = [i.prompt for i in group]
-                texts = with_retries(loaded[0].generate, prompts, params, retries=retries, backoff_s=backoff_s)
+                texts = with_retries(backend().generate, prompts, params, retries=retries, backoff_s=backoff_s)
             except (RuntimeError, OSError, ConnectionError, TimeoutError) as exc:
                 logger.error("generation failed for %d prompts after %d retries: %s", len(group), retries, exc)
                 texts = [None] * len(group)

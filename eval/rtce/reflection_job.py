@@ -3,6 +3,7 @@ resumable per model, and EM per round for every (model, temperature, algorithm, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ def run_reflection(
         records = []
         for temperature in sorted({row["temperature"] for row in batch}):
             group = [row for row in batch if row["temperature"] == temperature]
-            params = SamplingConfig(**{**sampling.__dict__, "temperature": temperature, "n": 1})
+            params = dataclasses.replace(sampling, temperature=temperature, n=1)
             drafts = [row["completions"][0] if row["completions"] else None for row in group]
             results = reflect([items[row["id"]] for row in group], drafts, backend(), params, config, progress=False)
             for row, result in zip(group, results, strict=True):

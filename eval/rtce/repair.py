@@ -7,6 +7,7 @@ formatting failures from reasoning failures. Repairs are stored beside the compl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,21 +35,18 @@ def repair_rows(
 ) -> dict[str, list[str | None]]:
     """Repairs by row id: one entry per completion, None where none was needed (resumable in `path`)."""
     config = config or ReflectionConfig()
-    loaded: list[GenerationBackend] = []
 
     def process(batch: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         asks = [(row, i) for row in batch for i, text in enumerate(row["completions"]) if needs_repair(text)]
         repaired: dict[tuple[str, int], str | None] = {}
         if asks:
-            if not loaded:
-                loaded.append(backend())
             prompts = [repair_prompt(row["completions"][i], config) for row, i in asks]
             for budget in sorted({tokens for _, tokens in prompts}):
                 group = [
                     (ask, prompt) for ask, (prompt, tokens) in zip(asks, prompts, strict=True) if tokens == budget
                 ]
-                params = SamplingConfig(**{**sampling.__dict__, "temperature": 0.0, "n": 1, "max_new_tokens": budget})
-                outputs = with_retries(loaded[0].generate, [p for _, p in group], params)
+                params = dataclasses.replace(sampling, temperature=0.0, n=1, max_new_tokens=budget)
+                outputs = with_retries(backend().generate, [p for _, p in group], params)
                 for ((row, i), _), out in zip(group, outputs, strict=True):
                     repaired[row["id"], i] = out[0] if out else None
         return [

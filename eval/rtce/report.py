@@ -9,7 +9,6 @@ x item x algorithm with `op_pass`, `ip_pass`, `roundtrip_pass`).
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import pairwise
@@ -451,13 +450,10 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: st
     the scored rows, and the plots."""
     import wandb
 
-    from kt_train.training.wandb_logging import logged_in
+    from kt_train.training.wandb_logging import start_wandb_run
 
-    if not logged_in():
-        os.environ.setdefault("WANDB_MODE", "offline")
     output = Path(output_dir)
-    config = {"title": summary["title"], **summary["settings"]}
-    run = wandb.init(project=project, dir=str(output), config=config, job_type="rtce-eval")
+    run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval")
     try:
         scores = [
             {**r, "em": _mean([float(x) for x in r["em"]]), "es": _mean([float(x) for x in r["es"]])} for r in rows

@@ -9,6 +9,7 @@ failing the round trip (the paper's headline finding) are counted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,18 +68,15 @@ def run_roundtrips(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """The second call of every case (one completion at the case's temperature), resumable in `path`."""
-    loaded: list[GenerationBackend] = []
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         asked = [c for c in batch if c["z_hat_found"]]
         texts: dict[str, str | None] = {}
         for temperature in sorted({c["temperature"] for c in asked}):
             group = [c for c in asked if c["temperature"] == temperature]
-            if not loaded:
-                loaded.append(backend())
-            params = SamplingConfig(**{**sampling.__dict__, "temperature": temperature, "n": 1})
+            params = dataclasses.replace(sampling, temperature=temperature, n=1)
             prompts = [roundtrip_prompt(items[c["item"]], c["z_hat"]) for c in group]
-            outputs = with_retries(loaded[0].generate, prompts, params)
+            outputs = with_retries(backend().generate, prompts, params)
             texts |= {c["id"]: (out[0] if out else None) for c, out in zip(group, outputs, strict=True)}
         records = []
         for case in batch:

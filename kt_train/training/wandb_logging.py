@@ -5,6 +5,7 @@ from __future__ import annotations
 import netrc
 import os
 from pathlib import Path
+from typing import Any
 
 from kt_train.configs import SFTConfig
 
@@ -24,6 +25,15 @@ def logged_in() -> bool:
 def reports_to_wandb(training_args: SFTConfig) -> bool:
     report_to = training_args.report_to
     return report_to == "wandb" or report_to == "all" or (isinstance(report_to, list) and "wandb" in report_to)
+
+
+def start_wandb_run(project: str, directory: Path | str, config: dict[str, Any], job_type: str) -> Any:
+    """A W&B run for an evaluation: offline unless logged in (an explicit WANDB_MODE wins), files under `directory`."""
+    import wandb
+
+    if not logged_in():
+        os.environ.setdefault("WANDB_MODE", "offline")
+    return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type)
 
 
 def init_wandb_training(training_args: SFTConfig) -> Path | None:

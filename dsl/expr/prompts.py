@@ -39,8 +39,8 @@ _ARITHMETIC_GENERATOR = (
     "do not state the expression or the answer. Make the order of the operations clear from the story."
 )
 _ARITHMETIC_EXTRACTOR = (
-    "Read the word problem and write the arithmetic expression that computes its answer, using the variables "
-    "A to H as single letters, integer constants, + - * / and parentheses. "
+    "Read the word problem and write the arithmetic expression that computes its answer, using each placeholder's "
+    "variable as a single capital letter (without braces), integer constants, + - * / and parentheses. "
     f"Finish with one line of the form '{ANSWER_PREFIX} <expression>'."
 )
 
@@ -86,9 +86,10 @@ _LOGIC_GENERATOR = (
     "use no logical symbols (no & | ^ ~ -> <-> and no parentheses around letters); do not state the formula."
 )
 _LOGIC_EXTRACTOR = (
-    "Read the scenario and write the propositional formula that states when it holds, using the propositions A to H "
-    "as single letters, the connectives & (and), | (or), ^ (exclusive or), -> (implies), <-> (if and only if) and "
-    f"parentheses. Finish with one line of the form '{ANSWER_PREFIX} <formula>'."
+    "Read the scenario and write the propositional formula that states when it holds, using each placeholder's "
+    "proposition as a single capital letter (without braces), the connectives & (and), | (or), ^ (exclusive or), "
+    "-> (implies), <-> (if and only if) and parentheses. "
+    f"Finish with one line of the form '{ANSWER_PREFIX} <formula>'."
 )
 _LOGIC_GENERATOR_POOL = (
     Shot("(A & B) -> C", "If {A} holds and {B} holds as well, then {C} must hold."),

@@ -1,49 +1,131 @@
-"""NL round trip SFT (NL paper §4): QLoRA fine-tuning of the generator or the extractor on chat data.
+"""NL round-trip fine-tuning (NL paper §4): QLoRA on arithmetic or assembly round-trip chats, then the round trip.
 
 Usage:
 
-    # CPU, the embedded SmolLM2-135M-Instruct, 4-bit NF4 base + LoRA (QLoRA)
+    # CPU, the embedded SmolLM2-135M-Instruct, 4-bit NF4 base + LoRA r32 (QLoRA), arithmetic FT, then `kt nl run`
     accelerate launch --config_file accelerate_configs/cpu.yaml recipes/sft_nl.py \\
-        --config recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml --dataset_name DATA_DIR
+        --config recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml
 
-Data: `dataset_name` (required) holds chats (`messages`, the last turn the assistant's) or conversational
-`prompt`/`completion` rows: expression -> word problem for the generator, word problem -> expression for the
-extractor. The loss is on the assistant turn only.
+    # the paper's setting on one GPU: 3 epochs, lr 2e-4 cosine, r32 / alpha 64; assembly FT with --ft_domain assembly
+    accelerate launch --config_file accelerate_configs/ddp.yaml --num_processes 1 recipes/sft_nl.py \\
+        --config recipes/Llama-3.1-8B-Instruct/sft_nl/config_qlora.yaml
+
+Data: `dataset_name` holds chats (`messages`, the last turn the assistant's); without it the fine-tuning data of
+`ft_domain` is built once and cached under the kt-train cache (`kt nl ft-data`: arithmetic with letters Q..Z and
+constants 11..20 on the evaluation topologies, or assembly; every pair gives an e->w and a w->e chat). `role` keeps
+both directions (the paper) or one. With `eval_after_training`, the main process builds a small suite and runs the
+round trip in a separate process (`kt nl run`): the base model and the fine-tuned one (adapter merged) in both roles,
+with the S-expression and procedural generators and the rule-based parser as references
+(`output_dir/nl_eval/report.md`).
 """
 
 from __future__ import annotations
 
+import logging
+import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from accelerate import PartialState
 from trl import ModelConfig
 
+from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig
+from kt_train.models import cache_dir
 from kt_train.training.data import load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.sft import run_sft
 
-ROLES = ("generator", "extractor")
+ROLES = ("both", "generator", "extractor")
+FT_DOMAINS = ("arithmetic", "assembly")
+DIRECTIONS = {"generator": "e->w", "extractor": "w->e"}
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class NLScriptArguments(DataArguments):
-    """Which side of the round trip is trained."""
+    """The round-trip chats to train on, and the evaluation after training."""
 
-    role: str = field(default="extractor", metadata={"help": "the model being trained", "choices": list(ROLES)})
+    ft_domain: str = field(default="arithmetic", metadata={"help": "default data's domain", "choices": FT_DOMAINS})
+    ft_pairs_per_depth: int = field(default=500, metadata={"help": "default data: pairs per depth 2..5"})
+    ft_seed: int = field(default=0, metadata={"help": "seed of the default data"})
+    role: str = field(
+        default="both", metadata={"help": "both directions (the paper), or e->w / w->e only", "choices": list(ROLES)}
+    )
+    eval_after_training: bool = field(
+        default=False, metadata={"help": "run the round trip with the base and fine-tuned models (separate process)"}
+    )
+    eval_expressions: int = field(default=8, metadata={"help": "suite expressions in that round trip"})
+    eval_generator_shots: int = field(default=0, metadata={"help": "gamma (the paper: 0 arithmetic FT, 3 assembly)"})
+    eval_extractor_shots: int = field(default=3, metadata={"help": "epsilon (the paper: 3)"})
+    eval_generator_tokens: int = field(default=160, metadata={"help": "tokens per word problem"})
+    eval_extractor_tokens: int = field(default=48, metadata={"help": "tokens per extraction"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if self.ft_domain not in FT_DOMAINS:
+            raise ValueError(f"ft_domain must be one of {FT_DOMAINS}, got {self.ft_domain!r}")
+        if self.eval_expressions < 1:
+            raise ValueError(f"eval_expressions must be >= 1, got {self.eval_expressions}")
+
+
+def ft_data_dir(script_args: NLScriptArguments) -> Path:
+    """`dataset_name`, else the cached default fine-tuning data (built by the main process first)."""
+    if script_args.dataset_name is not None:
+        return Path(script_args.dataset_name)
+    name = f"nl-ft-{script_args.ft_domain}-seed{script_args.ft_seed}-{script_args.ft_pairs_per_depth}"
+    root = cache_dir() / "data" / name
+    with PartialState().main_process_first():
+        if PartialState().is_main_process and not (root / "ft_data.json").is_file():
+            argv = ["nl", "ft-data", "--domain", script_args.ft_domain, "--output", str(root)]
+            argv += ["--pairs-per-depth", str(script_args.ft_pairs_per_depth), "--seed", str(script_args.ft_seed)]
+            if kt_main(argv) != 0:
+                raise ValueError(f"could not build the fine-tuning data in {root} (see above)")
+    return root
+
+
+def evaluate_round_trip(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    """The round trip, base vs fine-tuned, in a fresh process (`kt nl run`); a failure is reported, not raised."""
+    output = Path(training_args.output_dir)
+    suite = cache_dir() / "data" / "nl-suite-arithmetic-seed0"
+    if not (suite / "suite.json").is_file() and kt_main(["nl", "suite", "--output", str(suite), "--quiet"]) != 0:
+        print("could not build the expression suite (see above); the adapter is saved")
+        return
+    model = model_args.model_name_or_path or "smollm2-135m-instruct"
+    lms = [f"base={model}", f"ft={model}@{output}"]
+    command = [
+        sys.executable, "-m", "kt_train.cli", "nl", "run", "--suite", str(suite), "--output", str(output / "nl_eval"),
+        "--generators", *lms, "sexpr", "procedural", "--extractors", *lms, "parser",
+        "--max-expressions", str(script_args.eval_expressions),
+        "--generator-shots", str(script_args.eval_generator_shots),
+        "--extractor-shots", str(script_args.eval_extractor_shots),
+        "--generator-tokens", str(script_args.eval_generator_tokens),
+        "--extractor-tokens", str(script_args.eval_extractor_tokens),
+        "--seed", str(training_args.seed),
+    ]  # fmt: skip
+    logger.info("evaluating in a separate process: %s", " ".join(command))
+    if subprocess.run(command, check=False).returncode != 0:
+        print("the round-trip evaluation failed (see above); the adapter is saved")
 
 
 def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
-    if script_args.dataset_name is None:
-        raise ValueError("sft_nl needs --dataset_name (a folder or file of chats for the generator or extractor)")
-    dataset = load_training_dataset(script_args.dataset_name, script_args.dataset_train_split)
-    tags = ["nl", script_args.role]
-    run_sft(dataset, script_args, training_args, model_args, dataset_name="nl-roundtrip", tags=tags)
+    dataset = load_training_dataset(str(ft_data_dir(script_args)), script_args.dataset_train_split)
+    if script_args.role != "both":
+        if "direction" not in dataset.column_names:
+            raise ValueError(f"role {script_args.role!r} needs a `direction` column (e->w / w->e) in the data")
+        dataset = dataset.filter(lambda row: row["direction"] == DIRECTIONS[script_args.role])
+    keep = [c for c in ("messages", "prompt", "completion") if c in dataset.column_names]
+    dataset = dataset.select_columns(keep)
+    tags = ["nl", script_args.ft_domain, script_args.role]
+    run_sft(dataset, script_args, training_args, model_args, dataset_name=f"nl-{script_args.ft_domain}", tags=tags)
+    state = PartialState()
+    if state.is_main_process and script_args.eval_after_training:
+        evaluate_round_trip(script_args, training_args, model_args)
+        print(f"report: {Path(training_args.output_dir) / 'nl_eval' / 'report.md'}")
+    state.wait_for_everyone()
 
 
 SCRIPT_ARGUMENTS = NLScriptArguments

@@ -7,7 +7,6 @@ Output folder: `completions.jsonl` (generated; resumable: a rerun generates only
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,12 +20,12 @@ from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
 from eval.predictions import read_prediction_rows
+from eval.run_settings import check_settings
 from kt_train.generation import GenerationBackend, SamplingConfig
 from tracegen.records import run_resumable, write_jsonl
 
 COMPLETIONS_FILE = "completions.jsonl"
 ITEMS_FILE = "items.jsonl"
-SETTINGS_FILE = "settings.json"
 NATURAL_MODULUS = 256
 
 
@@ -97,18 +96,6 @@ def default_backend(config: KTEvalConfig) -> GenerationBackend:
     if config.backend == "vllm":
         return get_backend("vllm", config.model, adapter=config.adapter)
     return get_backend("transformers", config.model, adapter=config.adapter, dtype="float32")
-
-
-def _check_settings(output: Path, settings: dict[str, Any]) -> None:
-    """Refuse to resume a run made with other settings; record the settings of a new one."""
-    path = output / SETTINGS_FILE
-    if path.is_file():
-        before = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in settings.keys() | before.keys() if settings.get(k) != before.get(k))
-        if changed:
-            raise ValueError(f"{output} holds a run with other settings ({', '.join(changed)}); use a new --output")
-    else:
-        path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
 
 
 def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str | None]]:
@@ -189,7 +176,7 @@ def run_kt_eval(
     output.mkdir(parents=True, exist_ok=True)
     settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
     settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items)}
-    _check_settings(output, settings)
+    check_settings(output, settings)
     if config.predictions is not None:
         completions = read_predictions(config.predictions, dataset)
     else:

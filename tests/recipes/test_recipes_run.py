@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
-from datasets import Dataset
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 from trl import ModelConfig, get_quantization_config
 
 from dsl.seqcoder import build_kt_corpus
+from kt_train.cli import main as kt_main
 from kt_train.configs import SFTConfig
 from kt_train.models import DEFAULT_MODEL, get_tokenizer, resolve_model_path
 from kt_train.training.launch import launch
@@ -52,22 +53,22 @@ def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) ->
     assert not training & {tuple(s) for s in held_out.column("sequence").to_pylist()}
 
 
-def nl_chats(rows: int = 12) -> Dataset:
-    chats = []
-    for i in range(rows):
-        a, b = i + 2, i % 4 + 3
-        problem = f"Sam has {a} apples and buys {b} bags with {a} apples each. How many apples does Sam have?"
-        chats.append([{"role": "user", "content": problem}, {"role": "assistant", "content": f"{a} + {b} * {a}"}])
-    return Dataset.from_dict({"messages": chats})
-
-
 @pytest.mark.slow
-def test_sft_nl_qlora_trains_every_layer(tmp_path: Path) -> None:
-    data = tmp_path / "nl.jsonl"
-    nl_chats().to_json(str(data))
+def test_sft_nl_qlora_on_ft_data_then_the_round_trip(tmp_path: Path) -> None:
+    data = tmp_path / "ft"
+    argv = ["nl", "ft-data", "--output", str(data), "--pairs-per-depth", "5", "--depths", "2", "3"]
+    assert kt_main(argv) == 0
     out = tmp_path / "out"
-    train_quickly("sft_nl", "recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml", data, out)
-    assert json.loads((out / "adapter_config.json").read_text())["r"] == 16
+    evaluation = ("--eval_expressions", "2", "--eval_generator_tokens", "24", "--eval_extractor_tokens", "12")
+    train_quickly("sft_nl", "recipes/smollm2-135m/sft_nl/config_qlora_cpu.yaml", data, out, evaluation)
+    assert json.loads((out / "adapter_config.json").read_text())["r"] == 32
+    results = pd.read_parquet(out / "nl_eval" / "results.parquet")  # written by `kt nl run` in a subprocess
+    assert set(results["generator"]) == {"base", "ft", "sexpr", "procedural"}
+    assert set(results["extractor"]) == {"base", "ft", "parser"}
+    assert results["expr_id"].nunique() == 2 and len(results) == 2 * 4 * 3
+    parsed = results[(results["extractor"] == "parser") & results["generator"].isin(["sexpr", "procedural"])]
+    assert parsed["correct"].all()  # the deterministic references round-trip exactly
+    assert (out / "nl_eval" / "report.md").is_file()
 
 
 def _grads_after_generate(model: torch.nn.Module) -> tuple[int, int]:

@@ -1,0 +1,201 @@
+"""The rule-based leakage guard of the NL round trip and the generator-fault checks (NL paper §2.2, App. C).
+
+A word problem must carry the expression's structure through prose alone. Three regex checks reject leaked notation:
+
+1. operator adjacency: an operand (letter, digit, placeholder ``{X}`` or closing parenthesis), optional spaces, an
+   operator of ``GuardConfig.operator_class`` (the paper's ``[+*/]``), optional spaces, an operand (letter, digit,
+   placeholder or opening parenthesis): ``A + B``, ``{A}*{B}``, ``3/4``. The match is character-level, as in the paper,
+   so ``and/or`` and markdown ``*italics*`` after a word count as leaks too;
+2. a parenthesis opening right before a variable token (a single capital letter or a placeholder): ``(A``, ``({A}``;
+3. a parenthesis closing right after one: ``B)``, ``{B})``.
+
+Known gaps kept on purpose in the default mode (App. C, "Known regex gaps"): the minus sign is not an operator there
+because ``-`` is also the English hyphen (``A - B`` and ``5 - 3`` pass), and only letter-adjacent parentheses count
+(``(5 - 3)`` passes). ``GuardConfig(strict=True)`` closes them: the glyphs ``× ÷ = ^ −`` anywhere, a minus between
+two operand tokens (single letters, numbers, placeholders, parentheses; ``twenty-one`` still passes), and
+digit-adjacent parentheses. Because guard rejections are charged as round-trip failures, a stricter guard only lowers
+accuracy (the paper's bias-direction argument).
+
+Generator faults are counted apart from leaks: placeholders missing from the text, and degenerate repetition (a word
+n-gram repeated ``repetition_count`` times, small models looping). Only operator adjacency enters the paper's Leak %
+column (`GuardResult.leak_pass`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+GUARD_VERDICTS = ("pass", "no_output", "leak", "paren_leak", "missing_placeholder", "degenerate")
+
+_PLACEHOLDER = r"\{[A-Za-z][A-Za-z0-9_]*\}"
+# A variable token: a capital letter that is a word on its own, or a placeholder.
+_VARIABLE = rf"(?:(?<![A-Za-z0-9_])[A-Z](?![A-Za-z0-9_])|{_PLACEHOLDER})"
+_OPERAND_BEFORE = rf"(?:[A-Za-z0-9)]|{_PLACEHOLDER})"
+_OPERAND_AFTER = rf"(?:[A-Za-z0-9(]|{_PLACEHOLDER})"
+_PAREN_OPEN = re.compile(rf"\([ \t]*{_VARIABLE}")
+_PAREN_CLOSE = re.compile(rf"{_VARIABLE}[ \t]*\)")
+# Strict mode: glyphs that never occur in plain prose, a minus between operand tokens, digit-adjacent parentheses.
+_STRICT_GLYPHS = re.compile(r"[×÷=^−]")
+_TOKEN_BEFORE = rf"(?:(?<![A-Za-z])[A-Za-z]|\d|\)|{_PLACEHOLDER})"
+_TOKEN_AFTER = rf"(?:[A-Za-z](?![A-Za-z])|\d|\(|{_PLACEHOLDER})"
+_STRICT_MINUS = re.compile(rf"{_TOKEN_BEFORE}[ \t]*-[ \t]*{_TOKEN_AFTER}")
+_DIGIT_PARENS = re.compile(r"\([ \t]*\d|\d[ \t]*\)")
+_WORD = re.compile(r"\{\w+\}|[a-z0-9']+")
+_LABEL = re.compile(r"^[\s*_#]*word[ _-]?problem[\s*_]*:[\s*_]*", re.IGNORECASE)
+_ANSWER_LINE = re.compile(r"^[ \t*_#>-]*(?:expression|answer)[ \t*_]*:", re.IGNORECASE | re.MULTILINE)
+# Quotes around a whole completion: (opening, closing) pairs; single quotes are left alone (apostrophes).
+_QUOTE_PAIRS = {'"': '"', "“": "”", "`": "`"}
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    """Leakage-guard settings; the defaults are the paper's guard."""
+
+    operator_class: str = field(
+        default="[+*/]", metadata={"help": "regex character class of leaked operators (the paper's omits the hyphen)"}
+    )
+    strict: bool = field(
+        default=False,
+        metadata={"help": "also reject × ÷ = ^ glyphs, a minus between operands and digit-adjacent parentheses"},
+    )
+    repetition_ngram: int = field(default=6, metadata={"help": "word n-gram length of the repetition check"})
+    repetition_count: int = field(
+        default=3, metadata={"help": "occurrences of one n-gram that make a text degenerate"}
+    )
+
+    def __post_init__(self) -> None:
+        if not self.operator_class:
+            raise ValueError("operator_class must not be empty")
+        try:
+            re.compile(self.operator_class)
+        except re.error as error:
+            raise ValueError(f"operator_class is not a valid regex: {error}") from error
+        if self.repetition_ngram < 1:
+            raise ValueError(f"repetition_ngram must be >= 1, got {self.repetition_ngram}")
+        if self.repetition_count < 2:
+            raise ValueError(f"repetition_count must be >= 2, got {self.repetition_count}")
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    """The guard's verdict on one word problem and every flag behind it (each computed on its own)."""
+
+    verdict: str
+    operator_leak: bool = False
+    paren_leak: bool = False
+    missing: tuple[str, ...] = ()
+    degenerate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.verdict not in GUARD_VERDICTS:
+            raise ValueError(f"verdict must be one of {GUARD_VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def leak_pass(self) -> bool:
+        """Clears the operator-adjacency check (the paper's Leak % column counts only this category)."""
+        return not self.operator_leak
+
+    @property
+    def passed(self) -> bool:
+        """The word problem goes on to the extractors."""
+        return self.verdict == "pass"
+
+
+@lru_cache(maxsize=32)
+def _operator_pattern(operator_class: str) -> re.Pattern[str]:
+    return re.compile(rf"{_OPERAND_BEFORE}[ \t]*{operator_class}[ \t]*{_OPERAND_AFTER}")
+
+
+def has_operator_leak(text: str, config: GuardConfig = GuardConfig()) -> bool:
+    """Check 1: an operator of the configured class between two operands (strict: also glyphs and a minus)."""
+    if _operator_pattern(config.operator_class).search(text):
+        return True
+    return config.strict and bool(_STRICT_GLYPHS.search(text) or _STRICT_MINUS.search(text))
+
+
+def has_paren_leak(text: str, config: GuardConfig = GuardConfig()) -> bool:
+    """Checks 2 and 3: a parenthesis opening before or closing after a variable token (strict: also a digit)."""
+    if _PAREN_OPEN.search(text) or _PAREN_CLOSE.search(text):
+        return True
+    return config.strict and bool(_DIGIT_PARENS.search(text))
+
+
+def missing_placeholders(text: str, variables: Sequence[str]) -> tuple[str, ...]:
+    """The variables (first-seen order, no repeats) whose ``{X}`` placeholder does not occur in the text."""
+    return tuple(name for name in dict.fromkeys(variables) if "{" + name + "}" not in text)
+
+
+def is_degenerate_repetition(text: str, ngram: int = 6, count: int = 3) -> bool:
+    """True when some lower-cased word n-gram occurs at least ``count`` times (a looping generator)."""
+    if ngram < 1 or count < 1:
+        raise ValueError(f"ngram and count must be >= 1, got {ngram} and {count}")
+    words = _WORD.findall(text.lower())
+    if len(words) < ngram:
+        return False
+    grams = Counter(tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1))
+    return max(grams.values()) >= count
+
+
+def check_word_problem(text: str | None, variables: Sequence[str], config: GuardConfig = GuardConfig()) -> GuardResult:
+    """Run every check on a (cleaned) word problem; the verdict is the first failing one in `GUARD_VERDICTS` order.
+
+    ``variables`` are the names the expression uses (``"A"`` for ``{A}``). A None or blank text is ``no_output`` and
+    carries no flags.
+    """
+    if text is None or not text.strip():
+        return GuardResult("no_output")
+    operator_leak = has_operator_leak(text, config)
+    paren_leak = has_paren_leak(text, config)
+    missing = missing_placeholders(text, variables)
+    degenerate = is_degenerate_repetition(text, config.repetition_ngram, config.repetition_count)
+    if operator_leak:
+        verdict = "leak"
+    elif paren_leak:
+        verdict = "paren_leak"
+    elif missing:
+        verdict = "missing_placeholder"
+    elif degenerate:
+        verdict = "degenerate"
+    else:
+        verdict = "pass"
+    return GuardResult(verdict, operator_leak, paren_leak, missing, degenerate)
+
+
+def _has_quote(text: str, opening: str) -> bool:
+    return opening in text or _QUOTE_PAIRS[opening] in text
+
+
+def clean_word_problem(text: str | None) -> str:
+    """The word problem in a generator completion, ready for the guard and the extractor (None: ``""``).
+
+    Strips whitespace, a leading ``Word problem:`` label (markdown emphasis allowed) and quotes around the whole text,
+    and cuts the text at the first line starting with ``Expression:`` or ``Answer:`` (a generator appending its answer;
+    the cut part never reaches the extractor). Nothing inside the body is rewritten, so leaks there stay visible.
+    """
+    if text is None:
+        return ""
+    body = _LABEL.sub("", text.strip(), count=1)
+    cut = _ANSWER_LINE.search(body)
+    if cut is not None:
+        body = body[: cut.start()]
+    body = body.strip()
+    while len(body) >= 2 and _QUOTE_PAIRS.get(body[0]) == body[-1] and not _has_quote(body[1:-1], body[0]):
+        body = body[1:-1].strip()
+    return body
+
+
+__all__ = [
+    "GUARD_VERDICTS",
+    "GuardConfig",
+    "GuardResult",
+    "check_word_problem",
+    "clean_word_problem",
+    "has_operator_leak",
+    "has_paren_leak",
+    "is_degenerate_repetition",
+    "missing_placeholders",
+]

@@ -1,0 +1,134 @@
+"""The participants of a round trip: language models (any HF model, optionally with a LoRA adapter) and deterministic
+"models" that make the protocol testable without an LM.
+
+Spec strings (``--generators`` / ``--extractors``):
+
+- ``[LABEL=]MODEL[@ADAPTER]``: a language model (embedded name, local path or hub id), with a LoRA adapter folder
+  that is merged into the weights before generating (the paper merges adapters before evaluation);
+- generators ``sexpr`` and ``json``: the lossless S-expression / JSON-AST serializations (the NL-tax reference,
+  kind ``structured``: the leakage guard does not apply to them);
+- generator ``procedural``: the ordinal-step NL templates of ``dsl.expr.procedural`` (kind ``nl``: guarded as any
+  word problem);
+- extractor ``parser``: a rule-based reader that recovers exactly what the deterministic generators write
+  (S-expression, JSON-AST, procedural steps or plain infix) and answers nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from dsl.expr.domains import get_domain
+from dsl.expr.prompts import ANSWER_PREFIX
+from dsl.expr.serialize import parse_infix, parse_json_ast, parse_sexpr, to_infix, to_json_ast, to_sexpr
+from dsl.expr.tree import Node
+
+Kind = Literal["lm", "structured", "procedural", "parser"]
+STRUCTURED_GENERATORS = ("sexpr", "json")
+DETERMINISTIC_GENERATORS = (*STRUCTURED_GENERATORS, "procedural")
+DETERMINISTIC_EXTRACTORS = ("parser",)
+
+
+@dataclass(frozen=True)
+class Participant:
+    """A generator or extractor of the round trip."""
+
+    label: str
+    kind: Kind
+    model: str | None = None
+    adapter: str | None = None
+
+    @property
+    def generator_kind(self) -> str:
+        """`structured` for the lossless serializers, `nl` for everything that writes prose."""
+        return "structured" if self.kind == "structured" else "nl"
+
+
+def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Participant:
+    """A participant from its spec string; one clear error for a bad one (e.g. a missing adapter folder)."""
+    spec = spec.strip()
+    if not spec:
+        raise ValueError(f"empty {role} spec")
+    deterministic = DETERMINISTIC_GENERATORS if role == "generator" else DETERMINISTIC_EXTRACTORS
+    if spec in deterministic:
+        kind: Kind = (
+            "structured" if spec in STRUCTURED_GENERATORS else ("procedural" if spec == "procedural" else "parser")
+        )
+        return Participant(spec, kind)
+    other = DETERMINISTIC_EXTRACTORS if role == "generator" else DETERMINISTIC_GENERATORS
+    if spec in other:
+        raise ValueError(f"{spec!r} is not a {role}; deterministic {role}s: {', '.join(deterministic)}")
+    label, sep, rest = spec.partition("=")
+    if not sep:
+        label, rest = "", spec
+    model, _, adapter = rest.partition("@")
+    if not model:
+        raise ValueError(f"{role} spec {spec!r} names no model (LABEL=MODEL[@ADAPTER])")
+    if adapter and not (Path(adapter) / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"no adapter_config.json in {adapter} ({role} {spec!r})")
+    if not label:
+        label = Path(model.rstrip("/")).name + (f"+{Path(adapter.rstrip('/')).name}" if adapter else "")
+    return Participant(label, "lm", model, adapter or None)
+
+
+def item_rng(*parts: object) -> random.Random:
+    """An RNG seeded by hashing `parts` (the item's own stream: any item can be made alone, in any order)."""
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def deterministic_word_problem(participant: Participant, node: Node, domain: str, expr_id: str, seed: int) -> str:
+    """What a deterministic generator writes for `node`."""
+    if participant.label == "sexpr":
+        return to_sexpr(node)
+    if participant.label == "json":
+        return to_json_ast(node)
+    from dsl.expr import procedural
+
+    render = {"arithmetic": procedural.render_arithmetic, "logic": procedural.render_logic}[domain]
+    return render(node, item_rng("procedural", seed, expr_id))
+
+
+def _procedure_parser(domain: str) -> Any:
+    from dsl.expr import procedural
+
+    return {"arithmetic": procedural.parse_arithmetic_procedure, "logic": procedural.parse_logic_procedure}[domain]
+
+
+def parser_extract(word_problem: str, domain: str) -> str | None:
+    """The rule-based extractor: the first reading that parses (S-expression, JSON-AST, procedure, infix)."""
+    syntax = get_domain(domain).syntax
+    text = word_problem.strip()
+    readers = (parse_sexpr, parse_json_ast, _procedure_parser(domain), lambda t: parse_infix(t, syntax))
+    for read in readers:
+        try:
+            node = read(text)
+        except (ValueError, KeyError, TypeError):
+            continue
+        return f"{ANSWER_PREFIX} {to_infix(node, syntax)}"
+    return None
+
+
+def model_info(backend: Any) -> dict[str, Any]:
+    """Parameters (billions) and family (the config's `model_type`) of a loaded model; None where unknown (vLLM)."""
+    model = getattr(backend, "model", None)
+    if model is None or not hasattr(model, "num_parameters"):
+        return {"params_b": None, "family": None}
+    family = getattr(getattr(model, "config", None), "model_type", None)
+    return {"params_b": round(model.num_parameters() / 1e9, 4), "family": family}
+
+
+__all__ = [
+    "DETERMINISTIC_EXTRACTORS",
+    "DETERMINISTIC_GENERATORS",
+    "STRUCTURED_GENERATORS",
+    "Participant",
+    "deterministic_word_problem",
+    "item_rng",
+    "model_info",
+    "parse_participant",
+    "parser_extract",
+]

@@ -1,0 +1,343 @@
+"""The symbolic-equivalence oracle of the NL round trip (NL paper §2.2, App. M "Computing extractor votes").
+
+`extract_expression` finds the answer in an extractor completion; `judge` parses it with the project's own parsers
+(never ``eval``/``sympify`` on model text) and compares it with the target expression:
+
+- arithmetic: infix (`ARITHMETIC` syntax) to sympy; correct iff ``e_hat - e`` is zero. The paper tests
+  ``sympy.simplify(e_hat - e) == 0``; for rational functions (all this syntax can express) ``cancel(together(.))`` is
+  an exact zero test with the same answer and much faster, so it decides, and ``simplify`` is only the fallback for
+  anything else. An answer that divides by zero (``zoo``/``nan`` in sympy) is wrong. Canonical form:
+  ``srepr(cancel(together(e_hat)))``, equal exactly for equal rational functions;
+- logic: infix (`LOGIC_SYNTAX`); correct iff `logic_equivalent`. Canonical form: the variables the formula depends
+  on (sorted) and its truth table over them, so equivalent formulas share it even when one mentions a redundant
+  variable;
+- assembly: an S-expression; correct iff `assembly_equivalent`; canonical form `assembly.canonical`.
+
+Two predictions are "the same" (extractor votes, App. M) iff their canonical strings are equal; unparsable ones have
+none. Parsing and canonical forms are cached per (domain, extracted text), and equivalence per (domain, text,
+target), so N extractors agreeing on one text cost one simplification.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import sympy
+from sympy.logic.boolalg import And, BooleanFalse, BooleanTrue, Equivalent, Implies, Not, Or, Xor
+
+from dsl.expr.arithmetic import to_sympy
+from dsl.expr.assembly import assembly_equivalent
+from dsl.expr.assembly import canonical as assembly_canonical
+from dsl.expr.logic import LOGIC_SYNTAX, logic_equivalent, logic_to_sympy
+from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr
+from dsl.expr.tree import Node
+
+VERDICTS = ("correct", "wrong", "parse_error", "no_output")
+ORACLE_DOMAINS = ("arithmetic", "logic", "assembly")
+MAX_ANSWER_CHARS = 1000
+MAX_ANSWER_OPERATORS = 64
+# Truth tables (2^n rows as one Python int) up to this many variables; beyond, the logic canonical form is the
+# formula itself (never reached by suite formulas, which use at most eight variables). Tables over more than
+# _HEX_TABLE_VARIABLES variables are written as their sha256 digest to keep canonical strings short.
+MAX_TRUTH_TABLE_VARIABLES = 20
+_HEX_TABLE_VARIABLES = 8
+
+_LABEL_LINE = re.compile(r"^[ \t>#*_\-]*expression[ \t*_]*:[ \t*_]*(?P<rest>.*)$", re.IGNORECASE)
+_FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+_FENCE_LINE = re.compile(r"^\s*(?:```|~~~)\S*\s*$")
+_LATEX = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"), ("\\left", ""), ("\\right", ""))
+_LATEX_BRACKET = re.compile(r"\\([()\[\]])")
+_PLACEHOLDER = re.compile(r"\{\s*([A-Za-z][A-Za-z0-9_]*)\s*\}")
+_LEADING_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*?\s*=(?![=>])\s*")
+_TRAILING_VALUE = re.compile(r"\s*(?<![<>=!])=(?![=>]).*$")
+_EDGE_JUNK = " \t*_\"'"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The oracle's verdict on one extractor completion."""
+
+    verdict: str
+    extracted: str | None = None
+    canonical: str | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "correct"
+
+
+# ---------------------------------------------------------------------------------------------------- extraction
+
+
+def _is_blank(line: str) -> bool:
+    return not line.strip() or bool(_FENCE_LINE.match(line))
+
+
+def _balanced_from(lines: list[str], start: int, first: str) -> str:
+    """`first`, joined with the following lines while it opens more parentheses than it closes."""
+    text = first
+    index = start
+    while text.count("(") > text.count(")") and index < len(lines):
+        if not _is_blank(lines[index]):
+            text = f"{text} {lines[index].strip()}"
+        index += 1
+    return text
+
+
+def _raw_answer(completion: str) -> str | None:
+    lines = completion.splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        match = _LABEL_LINE.match(lines[index])
+        if match is None:
+            continue
+        rest = match.group("rest").strip()
+        if rest:
+            return _balanced_from(lines, index + 1, rest)
+        following = [i for i in range(index + 1, len(lines)) if not _is_blank(lines[i])]
+        return _balanced_from(lines, following[0] + 1, lines[following[0]].strip()) if following else None
+    blocks = _FENCE_BLOCK.findall(completion)
+    if blocks:
+        block_lines = [line.strip() for line in blocks[-1].splitlines() if not _is_blank(line)]
+        if block_lines:
+            return block_lines[-1]
+    candidates = [line.strip() for line in lines if not _is_blank(line)]
+    return candidates[-1] if candidates else None
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("$", "").replace("`", "")
+    for command, replacement in _LATEX:
+        text = text.replace(command, replacement)
+    text = _LATEX_BRACKET.sub(r"\1", text)
+    text = _PLACEHOLDER.sub(r"\1", text)
+    text = text.strip(_EDGE_JUNK).rstrip(".").strip(_EDGE_JUNK)
+    named = _LEADING_NAME.match(text)
+    if named is not None and text[named.end() :].strip():
+        text = text[named.end() :]
+    text = _TRAILING_VALUE.sub("", text)
+    return text.strip(_EDGE_JUNK).rstrip(".").strip(_EDGE_JUNK)
+
+
+def extract_expression(completion: str | None) -> str | None:
+    """The answer in an extractor completion, normalised; None when there is none.
+
+    Where: the text after the last line starting with ``Expression:`` (any case, markdown emphasis allowed; when that
+    line is empty, the next non-empty line; lines are joined while parentheses are open), else the last non-empty line
+    of the last fenced code block, else the last non-empty line. Normalised: ``$`` and backticks removed (and
+    ``\\times``/``\\div``/``\\cdot``), placeholder braces ``{A}`` -> ``A``, surrounding quotes, a trailing period, a
+    leading ``<name> =`` and a trailing ``= <value>`` dropped.
+    """
+    if completion is None or not completion.strip():
+        return None
+    raw = _raw_answer(completion)
+    if raw is None:
+        return None
+    text = _normalise(raw)
+    return text or None
+
+
+# ---------------------------------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A parsed answer: its tree, domain value (sympy) and canonical string, or the parse error."""
+
+    node: Node | None = None
+    value: Any = None
+    canonical: str | None = None
+    error: str | None = None
+
+
+def _check_domain(domain: str) -> None:
+    if domain not in ORACLE_DOMAINS:
+        raise ValueError(f"unknown domain {domain!r}; choose one of {', '.join(ORACLE_DOMAINS)}")
+
+
+def _undefined(value: Any) -> bool:
+    return bool(value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo))
+
+
+def _arithmetic_canonical(value: Any) -> str:
+    return sympy.srepr(sympy.cancel(sympy.together(value)))
+
+
+def _truth_table(value: Any, masks: dict[Any, int], full: int) -> int:
+    """The formula's truth table as a bitmask over all rows (bit r set: true on row r)."""
+    if isinstance(value, BooleanTrue):
+        return full
+    if isinstance(value, BooleanFalse):
+        return 0
+    if isinstance(value, sympy.Symbol):
+        return masks[value]
+    args = [_truth_table(arg, masks, full) for arg in value.args]
+    if isinstance(value, Not):
+        return full & ~args[0]
+    if isinstance(value, And):
+        result = full
+        for arg in args:
+            result &= arg
+        return result
+    if isinstance(value, Or):
+        result = 0
+        for arg in args:
+            result |= arg
+        return result
+    if isinstance(value, Xor):
+        result = 0
+        for arg in args:
+            result ^= arg
+        return result
+    if isinstance(value, Implies):
+        return full & (~args[0] | args[1])
+    if isinstance(value, Equivalent):
+        every, none = full, full
+        for arg in args:
+            every &= arg
+            none &= ~arg
+        return every | none
+    raise ValueError(f"no truth table for {type(value).__name__}")
+
+
+def _column_masks(names: list[Any], rows: int) -> dict[Any, int]:
+    """Variable i is true on the rows whose bit i is set: 2^i zeros then 2^i ones, repeated over the rows."""
+    masks = {}
+    for i, name in enumerate(names):
+        half = 1 << i
+        block = ((1 << half) - 1) << half
+        mask, width = block, 2 * half
+        while width < rows:
+            mask |= mask << width
+            width *= 2
+        masks[name] = mask
+    return masks
+
+
+def _logic_canonical(value: Any) -> str:
+    """``"A,C:<hex table>"``: the variables the formula depends on and its truth table over them (row r: variable i
+    is true iff bit i of r is set)."""
+    names = sorted(value.free_symbols, key=str)
+    if len(names) > MAX_TRUTH_TABLE_VARIABLES:
+        return "formula:" + sympy.srepr(value)
+    rows = 1 << len(names)
+    full = (1 << rows) - 1
+    masks = _column_masks(names, rows)
+    table = _truth_table(value, masks, full)
+    essential = []
+    for i, name in enumerate(names):
+        column = masks[name]
+        if (table & column) >> (1 << i) != table & ~column & full:
+            essential.append(name)
+    if len(essential) != len(names):
+        rows = 1 << len(essential)
+        full = (1 << rows) - 1
+        masks = {name: 0 for name in names} | _column_masks(essential, rows)
+        table = _truth_table(value, masks, full)
+    digits = f"{table:x}"
+    if len(essential) > _HEX_TABLE_VARIABLES:
+        digits = "sha256-" + hashlib.sha256(digits.encode()).hexdigest()
+    return ",".join(str(name) for name in essential) + ":" + digits
+
+
+def _parse_tree(domain: str, text: str) -> Node:
+    if domain == "arithmetic":
+        return parse_infix(text, ARITHMETIC)
+    if domain == "logic":
+        return parse_infix(text, LOGIC_SYNTAX)
+    return parse_sexpr(text)
+
+
+@lru_cache(maxsize=1 << 14)
+def _parse(domain: str, text: str) -> _Parsed:
+    """Parse an extracted answer and compute its canonical form (cached: the expensive, shared step)."""
+    if len(text) > MAX_ANSWER_CHARS:
+        return _Parsed(error=f"answer longer than {MAX_ANSWER_CHARS} characters ({len(text)})")
+    try:
+        node = _parse_tree(domain, text)
+    except ValueError as error:
+        return _Parsed(error=str(error))
+    except RecursionError:
+        return _Parsed(error="answer nested too deeply")
+    if node.n_ops > MAX_ANSWER_OPERATORS:
+        return _Parsed(error=f"answer has more than {MAX_ANSWER_OPERATORS} operators ({node.n_ops})")
+    if domain == "arithmetic":
+        value = to_sympy(node)
+        return _Parsed(node, value, _arithmetic_canonical(value))
+    if domain == "logic":
+        value = logic_to_sympy(node)
+        return _Parsed(node, value, _logic_canonical(value))
+    return _Parsed(node, None, assembly_canonical(node))
+
+
+@lru_cache(maxsize=1 << 12)
+def _target_value(domain: str, target: Node) -> Any:
+    return to_sympy(target) if domain == "arithmetic" else None
+
+
+def _is_zero(difference: Any) -> bool:
+    if difference == 0:
+        return True
+    if difference.is_rational_function():
+        return sympy.cancel(sympy.together(difference)) == 0
+    return sympy.simplify(difference) == 0
+
+
+@lru_cache(maxsize=1 << 16)
+def _equivalent(domain: str, text: str, target: Node) -> bool:
+    parsed = _parse(domain, text)
+    assert parsed.node is not None
+    if domain == "arithmetic":
+        expected = _target_value(domain, target)
+        if _undefined(parsed.value) or _undefined(expected):
+            return False
+        return _is_zero(parsed.value - expected)
+    if domain == "logic":
+        return logic_equivalent(parsed.node, target)
+    return assembly_equivalent(parsed.node, target)
+
+
+def canonical_form(extracted: str, domain: str) -> str | None:
+    """The canonical string of an extracted answer (None when it does not parse): equal iff the answers agree."""
+    _check_domain(domain)
+    return _parse(domain, extracted).canonical
+
+
+def judge(completion: str | None, target: Node, domain: str) -> Judgement:
+    """Judge an extractor completion against the target expression in ``domain`` (one of `ORACLE_DOMAINS`).
+
+    ``no_output``: None or blank completion; ``parse_error``: no answer found, or one that does not parse, is longer
+    than `MAX_ANSWER_CHARS` characters or has more than `MAX_ANSWER_OPERATORS` operators; else correct or wrong.
+    """
+    _check_domain(domain)
+    if completion is None or not completion.strip():
+        return Judgement("no_output")
+    extracted = extract_expression(completion)
+    if extracted is None:
+        return Judgement("parse_error", error="no expression found in the completion")
+    parsed = _parse(domain, extracted)
+    if parsed.error is not None:
+        return Judgement("parse_error", extracted, error=parsed.error)
+    verdict = "correct" if _equivalent(domain, extracted, target) else "wrong"
+    return Judgement(verdict, extracted, parsed.canonical)
+
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_ANSWER_OPERATORS",
+    "MAX_TRUTH_TABLE_VARIABLES",
+    "ORACLE_DOMAINS",
+    "VERDICTS",
+    "Judgement",
+    "canonical_form",
+    "extract_expression",
+    "judge",
+]

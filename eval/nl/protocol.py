@@ -1,0 +1,395 @@
+"""`kt nl run`: the NL round trip e -> G -> w -> E -> e_hat for every generator x extractor pair (NL paper §2.2).
+
+Stages, each resumable (a killed run redoes at most one batch):
+
+1. generation: per generator, `generations/<label>.jsonl` holds one word problem per expression with its guard
+   verdict (leak / paren leak / missing placeholder / degenerate, each flag recorded) and R_math;
+2. extraction: per extractor, `extractions/<label>.jsonl` holds its answer to every word problem that passed the guard
+   (guard failures are charged as errors and never extracted; the structured serializers are not guarded);
+3. judging: `results.parquet`, one row per (expression, generator, extractor) with the oracle's verdict;
+4. analysis: `eval.nl.report` writes the matrix, attribution, NL tax, predictors, plots and `summary.json`.
+
+A rerun into the same folder with other settings (shots, token limits, guard, suite, selection) is refused; adding a
+participant to a finished run only generates what is new.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from dsl.expr.domains import get_domain
+from dsl.expr.prompts import extractor_prompt, generator_prompt, shot_expressions
+from dsl.expr.serialize import parse_infix, parse_sexpr, to_sexpr
+from dsl.expr.suite import exclude_expressions, load_suite
+from eval.nl.guard import GuardConfig, check_word_problem, clean_word_problem
+from eval.nl.lexicon import r_math
+from eval.nl.models import Participant, deterministic_word_problem, model_info, parse_participant, parser_extract
+from eval.nl.oracle import judge
+from eval.rtce.generation import with_retries
+from eval.run_settings import check_settings
+from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.records import run_resumable
+
+logger = logging.getLogger(__name__)
+RESULTS_FILE = "results.parquet"
+DOMAINS = ("arithmetic", "logic")
+
+
+@dataclass
+class NLRunConfig:
+    """One run of the round-trip protocol."""
+
+    suite: str = field(metadata={"help": "suite folder (`kt nl suite`)"})
+    output: str = field(metadata={"help": "folder for word problems, extractions, results and the report"})
+    generators: list[str] = field(
+        metadata={"help": "generator specs: [LABEL=]MODEL[@ADAPTER], sexpr, json, procedural"}
+    )
+    extractors: list[str] = field(metadata={"help": "[LABEL=]MODEL[@ADAPTER], parser"})
+    generator_shots: int = field(default=0, metadata={"help": "gamma: exemplars in the generator prompt (0..3)"})
+    extractor_shots: int = field(default=3, metadata={"help": "epsilon: exemplars in the extractor prompt (0..3)"})
+    max_expressions: int | None = field(
+        default=None, metadata={"help": "evaluate a seeded subset of this many expressions, spread over the cells"}
+    )
+    generator_tokens: int = field(default=256, metadata={"help": "most new tokens of a word problem"})
+    extractor_tokens: int = field(default=128, metadata={"help": "most new tokens of an extraction"})
+    strict_guard: bool = field(default=False, metadata={"help": "also catch 'A - B' and digit-adjacent parentheses"})
+    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
+    batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
+    seed: int = field(default=42, metadata={"help": "seed of the subset, the templates and the classifier"})
+    panels: dict[str, list[str]] = field(
+        default_factory=dict, metadata={"help": "named extractor sub-panels for the attribution sensitivity table"}
+    )
+    wandb_project: str | None = field(default=None, metadata={"help": "log the report to this W&B project"})
+
+    def __post_init__(self) -> None:
+        if not self.generators or not self.extractors:
+            raise ValueError("give at least one --generators and one --extractors")
+        for name in ("generator_shots", "extractor_shots"):
+            if not 0 <= getattr(self, name) <= 3:
+                raise ValueError(f"{name} must be in 0..3, got {getattr(self, name)}")
+        if self.max_expressions is not None and self.max_expressions < 1:
+            raise ValueError(f"max_expressions must be >= 1, got {self.max_expressions}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+
+    def participants(self) -> tuple[list[Participant], list[Participant]]:
+        generators = [parse_participant(spec, "generator") for spec in self.generators]
+        extractors = [parse_participant(spec, "extractor") for spec in self.extractors]
+        for role, group in (("generator", generators), ("extractor", extractors)):
+            labels = [p.label for p in group]
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"two {role}s share a label in {labels}; name them LABEL=MODEL")
+        return generators, extractors
+
+    def sampling(self, max_new_tokens: int) -> SamplingConfig:
+        """Greedy decoding (the paper: temperature 0, thinking disabled)."""
+        return SamplingConfig(temperature=0.0, max_new_tokens=max_new_tokens, n=1, seed=self.seed)
+
+
+BackendFactory = Callable[[Participant, NLRunConfig], GenerationBackend]
+
+
+def default_backend(participant: Participant, config: NLRunConfig) -> GenerationBackend:
+    from kt_train.generation import get_backend
+
+    assert participant.model is not None  # only language models get a backend
+    if config.backend == "vllm":
+        return get_backend("vllm", participant.model, adapter=participant.adapter, seed=config.seed)
+    return get_backend(
+        "transformers", participant.model, adapter=participant.adapter, dtype="float32", batch_size=config.batch_size
+    )
+
+
+def _hash_key(*parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def select_expressions(rows: Sequence[dict[str, Any]], count: int | None, seed: int) -> list[dict[str, Any]]:
+    """`count` expressions spread over the (k, d) cells (round robin over cells, seeded order inside each cell)."""
+    if count is None or count >= len(rows):
+        return list(rows)
+    cells: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: _hash_key(seed, r["id"])):
+        cells[(row["k"], row["d"])].append(row)
+    queues = [cells[key] for key in sorted(cells)]
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < count:
+        for queue in queues:
+            if queue and len(chosen) < count:
+                chosen.append(queue.pop(0))
+    order = {row["id"]: i for i, row in enumerate(rows)}
+    return sorted(chosen, key=lambda r: order[r["id"]])
+
+
+def without_shots(rows: Sequence[dict[str, Any]], domain: str) -> list[dict[str, Any]]:
+    """The suite without any expression used as a prompt exemplar (the shot pool is disjoint from evaluation)."""
+    syntax = get_domain(domain).syntax
+    shots = {to_sexpr(parse_infix(text, syntax)) for text in shot_expressions(domain)}
+    kept = exclude_expressions(list(rows), shots)
+    if len(kept) < len(rows):
+        logger.warning("dropped %d suite expressions equal to a prompt exemplar", len(rows) - len(kept))
+    return kept
+
+
+def _file_name(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label) + ".jsonl"
+
+
+def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, guarded: bool) -> dict[str, Any]:
+    word_problem = clean_word_problem(text) if text is not None else None
+    if not guarded:
+        blank = not word_problem
+        return {"word_problem": word_problem, "guard": "no_output" if blank else "pass", "leak_pass": True,
+                "operator_leak": False, "paren_leak": False, "missing": [], "degenerate": False,
+                "r_math": math.nan}  # fmt: skip
+    result = check_word_problem(word_problem, row["variables"], guard)
+    return {
+        "word_problem": word_problem,
+        "guard": result.verdict,
+        "leak_pass": result.leak_pass,
+        "operator_leak": result.operator_leak,
+        "paren_leak": result.paren_leak,
+        "missing": list(result.missing),
+        "degenerate": result.degenerate,
+        "r_math": r_math(word_problem) if word_problem else math.nan,
+    }
+
+
+def generate_word_problems(
+    generator: Participant,
+    rows: Sequence[dict[str, Any]],
+    config: NLRunConfig,
+    domain: str,
+    backend: Callable[[], GenerationBackend],
+    path: Path,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """One guarded word problem per expression from `generator` (resumable in `path`)."""
+    guard = GuardConfig(strict=config.strict_guard)
+    guarded = generator.generator_kind == "nl"
+
+    def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        start = time.perf_counter()
+        info: dict[str, Any] = {"params_b": None, "family": None}
+        if generator.kind == "lm":
+            prompts = [generator_prompt(row["infix"], domain, config.generator_shots) for row in batch]
+            try:
+                outputs = with_retries(backend().generate, prompts, config.sampling(config.generator_tokens))
+                texts = [out[0] if out else None for out in outputs]
+            except (RuntimeError, OSError) as exc:
+                logger.error("generation failed for %d expressions: %s", len(batch), exc)
+                texts = [None] * len(batch)
+            info = model_info(backend())
+        else:
+            texts = [
+                deterministic_word_problem(generator, parse_sexpr(row["sexpr"]), domain, row["id"], config.seed)
+                for row in batch
+            ]
+        elapsed = round((time.perf_counter() - start) / len(batch), 3)
+        return [
+            {"id": f"{generator.label}/{row['id']}", "expr_id": row["id"], "generator": generator.label,
+             "generator_kind": generator.generator_kind, "model": generator.model, "adapter": generator.adapter,
+             **info, "text": text, **_guard_fields(text, row, guard, guarded), "elapsed_s": elapsed}
+            for row, text in zip(batch, texts, strict=True)
+        ]  # fmt: skip
+
+    return run_resumable(
+        path, list(rows), lambda r: f"{generator.label}/{r['id']}", process, config.batch_size, progress,
+        f"generate {generator.label}",
+    )  # fmt: skip
+
+
+def extract_expressions(
+    extractor: Participant,
+    word_problems: Sequence[dict[str, Any]],
+    config: NLRunConfig,
+    domain: str,
+    backend: Callable[[], GenerationBackend],
+    path: Path,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """`extractor`'s answer to every guard-passing word problem (resumable in `path`)."""
+    todo = [w for w in word_problems if w["guard"] == "pass"]
+
+    def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        start = time.perf_counter()
+        info: dict[str, Any] = {"params_b": None, "family": None}
+        if extractor.kind == "lm":
+            prompts = [extractor_prompt(w["word_problem"], domain, config.extractor_shots) for w in batch]
+            try:
+                outputs = with_retries(backend().generate, prompts, config.sampling(config.extractor_tokens))
+                texts = [out[0] if out else None for out in outputs]
+            except (RuntimeError, OSError) as exc:
+                logger.error("extraction failed for %d word problems: %s", len(batch), exc)
+                texts = [None] * len(batch)
+            info = model_info(backend())
+        else:
+            texts = [parser_extract(w["word_problem"], domain) for w in batch]
+        elapsed = round((time.perf_counter() - start) / len(batch), 3)
+        return [
+            {"id": f"{extractor.label}/{w['id']}", "extractor": extractor.label, "generator": w["generator"],
+             "expr_id": w["expr_id"], **info, "completion": text, "elapsed_s": elapsed}
+            for w, text in zip(batch, texts, strict=True)
+        ]  # fmt: skip
+
+    return run_resumable(
+        path, todo, lambda w: f"{extractor.label}/{w['id']}", process, config.batch_size, progress,
+        f"extract {extractor.label}",
+    )  # fmt: skip
+
+
+def _participant_info(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    for record in records:
+        if record.get("params_b") is not None or record.get("family") is not None:
+            return {"params_b": record.get("params_b"), "family": record.get("family")}
+    return {"params_b": None, "family": None}
+
+
+FEATURE_COLUMNS = (
+    "k", "d", "l_T", "center_of_mass", "deepest_noncomm_level", "variable_reuse", "unique_variables", "n_constants",
+)  # fmt: skip
+
+
+def build_results(
+    rows: Sequence[dict[str, Any]],
+    generations: dict[str, list[dict[str, Any]]],
+    extractions: dict[str, list[dict[str, Any]]],
+    domain: str,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One judged row per (expression, generator, extractor); guard failures are errors with no extraction."""
+    from tqdm.auto import tqdm
+
+    expressions = {row["id"]: row for row in rows}
+    answers = {(e["extractor"], e["generator"], e["expr_id"]): e for recs in extractions.values() for e in recs}
+    ext_info = {label: _participant_info(recs) for label, recs in extractions.items()}
+    judged: dict[tuple[str | None, str], Any] = {}
+    feature_keys = [key for key in rows[0] if key in FEATURE_COLUMNS or key == "root_op" or key.startswith("n_")]
+    out = []
+    total = sum(len(g) for g in generations.values()) * len(extractions)
+    bar = tqdm(total=total, desc="judge", unit="round trip", disable=not progress)
+    for generator, records in generations.items():
+        gen_info = _participant_info(records)
+        for word in records:
+            row = expressions[word["expr_id"]]
+            base = {"expr_id": row["id"], "domain": domain, "skeleton": row["skeleton"]}
+            base |= {key: row[key] for key in feature_keys}
+            base |= {"generator": generator, "generator_kind": word["generator_kind"]}
+            base |= {"generator_params": gen_info["params_b"], "generator_family": gen_info["family"]}
+            base |= {"guard": word["guard"], "leak_pass": word["leak_pass"], "r_math": word["r_math"]}
+            for extractor in extractions:
+                bar.update()
+                cell = base | {"extractor": extractor, "extractor_params": ext_info[extractor]["params_b"]}
+                cell |= {"extractor_family": ext_info[extractor]["family"]}
+                answer = answers.get((extractor, generator, row["id"]))
+                if word["guard"] != "pass" or answer is None:
+                    out.append(
+                        cell | {"extracted": None, "canonical": None, "verdict": "guard_fail", "correct": False}
+                    )
+                    continue
+                key = (answer["completion"], row["id"])
+                if key not in judged:
+                    judged[key] = judge(answer["completion"], parse_sexpr(row["sexpr"]), domain)
+                verdict = judged[key]
+                out.append(
+                    cell | {"extracted": verdict.extracted, "canonical": verdict.canonical, "verdict": verdict.verdict,
+                            "correct": verdict.verdict == "correct"}
+                )  # fmt: skip
+    bar.close()
+    frame = pd.DataFrame(out)
+    for column in ("generator_params", "extractor_params", "r_math"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def analysis_features(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Numeric and categorical features of the failure predictor present in the results."""
+    numeric = [c for c in frame.columns if c in FEATURE_COLUMNS or (c.startswith("n_") and c != "n_")]
+    for column in ("generator_params", "extractor_params", "r_math"):
+        if column in frame and frame[column].notna().any():
+            numeric.append(column)
+    categorical = [c for c in ("skeleton", "root_op", "generator_family", "extractor_family") if c in frame]
+    return numeric, categorical
+
+
+def run_nl(config: NLRunConfig, factory: BackendFactory = default_backend, progress: bool = True) -> dict[str, Any]:
+    """Run the protocol and write every artifact under `config.output`; returns the summary."""
+    from eval.nl.report import log_report_to_wandb, write_report
+
+    generators, extractors = config.participants()
+    suite = load_suite(config.suite)
+    if not suite:
+        raise ValueError(f"suite {config.suite} is empty")
+    domain = suite[0]["domain"]
+    if domain not in DOMAINS:
+        raise ValueError(f"kt nl run evaluates the {' and '.join(DOMAINS)} suites, not {domain!r}")
+    rows = select_expressions(without_shots(suite, domain), config.max_expressions, config.seed)
+    output = Path(config.output)
+    (output / "generations").mkdir(parents=True, exist_ok=True)
+    (output / "extractions").mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "generators", "extractors"}}
+    settings = {k: v for k, v in settings.items() if k not in {"wandb_project", "panels", "backend", "batch_size"}}
+    settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
+    check_settings(output, settings)
+
+    @functools.cache
+    def backend(participant: Participant) -> GenerationBackend:
+        return factory(participant, config)
+
+    generations = {
+        g.label: generate_word_problems(
+            g, rows, config, domain, functools.partial(backend, g), output / "generations" / _file_name(g.label),
+            progress,
+        )
+        for g in generators
+    }  # fmt: skip
+    word_problems = [w for records in generations.values() for w in records]
+    extractions = {
+        e.label: extract_expressions(
+            e, word_problems, config, domain, functools.partial(backend, e),
+            output / "extractions" / _file_name(e.label), progress,
+        )
+        for e in extractors
+    }  # fmt: skip
+    frame = build_results(rows, generations, extractions, domain, progress)
+    tmp = output / (RESULTS_FILE + ".tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(output / RESULTS_FILE)
+    numeric, categorical = analysis_features(frame)
+    summary = write_report(
+        frame, output, numeric, categorical, panels=config.panels or None, seed=config.seed,
+        title=f"NL round trip ({domain}, {len(rows)} expressions)",
+    )  # fmt: skip
+    if config.wandb_project:
+        log_report_to_wandb(
+            summary,
+            output,
+            config.wandb_project,
+            settings | {"generators": config.generators, "extractors": config.extractors},
+        )
+    return summary
+
+
+__all__ = [
+    "RESULTS_FILE",
+    "NLRunConfig",
+    "analysis_features",
+    "build_results",
+    "default_backend",
+    "extract_expressions",
+    "generate_word_problems",
+    "run_nl",
+    "select_expressions",
+    "without_shots",
+]

@@ -19,7 +19,7 @@ from sympy import Symbol
 from sympy.logic.boolalg import And, Equivalent, Implies, Or, Xor
 from sympy.logic.inference import satisfiable
 
-from dsl.expr.serialize import InfixSyntax, parse_infix
+from dsl.expr.serialize import InfixSyntax, parse_infix, to_sexpr
 from dsl.expr.tree import Node, leaf, op
 
 LOGIC_OPERATORS = ("and", "or", "xor", "implies", "iff")
@@ -147,6 +147,29 @@ def _variable_masks(names: list[str]) -> tuple[dict[str, int], int]:
     return masks, full
 
 
+def truth_table(node: Node, names: list[str]) -> int:
+    """The formula's truth table over `names` as one int: bit j is its value under assignment j (variable i true iff
+    bit i of j is set); every variable of the formula must be in `names`."""
+    masks, full = _variable_masks(names)
+    return _truth_table(node, masks, full)
+
+
+def logic_canonical(node: Node) -> str:
+    """``"A,C:<hex table>"``: the variables the formula really depends on (sorted) and its truth table over them, so
+    equivalent formulas share it even when one mentions a redundant variable (``A | (A & C)`` and ``A``)."""
+    names = sorted(set(node.variables()))
+    if len(names) > _TRUTH_TABLE_MAX_VARIABLES:
+        return "formula:" + to_sexpr(node)
+    masks, full = _variable_masks(names)
+    table = _truth_table(node, masks, full)
+    essential = [n for i, n in enumerate(names) if (table & masks[n]) >> (1 << i) != table & ~masks[n] & full]
+    if len(essential) < len(names):
+        masks, _ = _variable_masks(essential)
+        masks |= {name: 0 for name in names if name not in essential}  # the table does not depend on them
+        table = _truth_table(node, masks, (1 << (1 << len(essential))) - 1)
+    return ",".join(essential) + f":{table:x}"
+
+
 def logic_equivalent(a: Node | str, b: Node | str) -> bool:
     """True iff the formulas agree under every assignment; strings are parsed with LOGIC_SYNTAX (ValueError if not).
 
@@ -168,6 +191,8 @@ __all__ = [
     "LogicConfig",
     "instantiate_logic",
     "is_degenerate",
+    "logic_canonical",
     "logic_equivalent",
     "logic_to_sympy",
+    "truth_table",
 ]

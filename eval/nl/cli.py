@@ -72,7 +72,9 @@ def _run_command(args: argparse.Namespace) -> int:
         summary = run_nl(config, progress=not args.quiet)
     except (FileNotFoundError, ValueError, KeyError, ModelUnavailableError, ImportError) as exc:
         return fail(str(exc))
-    headline = {key: summary[key] for key in ("n_expressions", "n_round_trips", "mean_accuracy") if key in summary}
+    matrix = summary.get("matrix") or {}
+    headline = {"expressions": summary.get("n_expressions"), "round_trips": summary.get("n_rows")}
+    headline |= {"mean_cell": matrix.get("mean_cell"), "q_G": matrix.get("q_G"), "q_E": matrix.get("q_E")}
     print(json.dumps(headline))
     print(f"report: {Path(args.output) / 'report.md'}")
     return 0

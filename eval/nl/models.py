@@ -9,6 +9,9 @@ Spec strings (``--generators`` / ``--extractors``):
   kind ``structured``: the leakage guard does not apply to them);
 - generator ``procedural``: the ordinal-step NL templates of ``dsl.expr.procedural`` (kind ``nl``: guarded as any
   word problem);
+- ``LABEL=FILE.jsonl``: outputs made elsewhere (an API model, another machine), rows ``id`` + ``completion`` as in
+  every kt evaluation: ``id`` is the expression id for a generator's word problem, ``GENERATOR/EXPR_ID`` for an
+  extractor's answer; a missing row counts as no output;
 - extractor ``parser``: a rule-based reader that recovers exactly what the deterministic generators write
   (S-expression, JSON-AST, procedural steps or plain infix) and answers nothing otherwise.
 """
@@ -26,7 +29,7 @@ from dsl.expr.prompts import ANSWER_PREFIX
 from dsl.expr.serialize import parse_infix, parse_json_ast, parse_sexpr, to_infix, to_json_ast, to_sexpr
 from dsl.expr.tree import Node
 
-Kind = Literal["lm", "structured", "procedural", "parser"]
+Kind = Literal["lm", "file", "structured", "procedural", "parser"]
 STRUCTURED_GENERATORS = ("sexpr", "json")
 DETERMINISTIC_GENERATORS = (*STRUCTURED_GENERATORS, "procedural")
 DETERMINISTIC_EXTRACTORS = ("parser",)
@@ -40,6 +43,7 @@ class Participant:
     kind: Kind
     model: str | None = None
     adapter: str | None = None
+    path: str | None = None
 
     @property
     def generator_kind(self) -> str:
@@ -64,6 +68,12 @@ def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Par
     label, sep, rest = spec.partition("=")
     if not sep:
         label, rest = "", spec
+    if rest.endswith(".jsonl"):
+        if not label:
+            raise ValueError(f"name the outputs of {rest}: LABEL={rest}")
+        if not Path(rest).is_file():
+            raise FileNotFoundError(f"no file {rest} ({role} {label})")
+        return Participant(label, "file", path=rest)
     model, _, adapter = rest.partition("@")
     if not model:
         raise ValueError(f"{role} spec {spec!r} names no model (LABEL=MODEL[@ADAPTER])")
@@ -112,6 +122,14 @@ def parser_extract(word_problem: str, domain: str) -> str | None:
     return None
 
 
+def read_outputs(participant: Participant) -> dict[str, str | None]:
+    """The texts of a file participant by row id (`eval.predictions` rows: `id` + `completion`)."""
+    from eval.predictions import read_prediction_rows
+
+    assert participant.path is not None
+    return {key: texts[0] if texts else None for _, _, key, texts in read_prediction_rows(participant.path)}
+
+
 def model_info(backend: Any) -> dict[str, Any]:
     """Parameters (billions) and family (the config's `model_type`) of a loaded model; None where unknown (vLLM)."""
     model = getattr(backend, "model", None)
@@ -131,4 +149,5 @@ __all__ = [
     "model_info",
     "parse_participant",
     "parser_extract",
+    "read_outputs",
 ]

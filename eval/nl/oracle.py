@@ -8,9 +8,8 @@
   an exact zero test with the same answer and much faster, so it decides, and ``simplify`` is only the fallback for
   anything else. An answer that divides by zero (``zoo``/``nan`` in sympy) is wrong. Canonical form:
   ``srepr(cancel(together(e_hat)))``, equal exactly for equal rational functions;
-- logic: infix (`LOGIC_SYNTAX`); correct iff `logic_equivalent`. Canonical form: the variables the formula depends
-  on (sorted) and its truth table over them, so equivalent formulas share it even when one mentions a redundant
-  variable;
+- logic: infix (`LOGIC_SYNTAX`); correct iff `logic_equivalent`; canonical form `logic_canonical` (the variables
+  the formula depends on and its truth table over them);
 - assembly: an S-expression; correct iff `assembly_equivalent`; canonical form `assembly.canonical`.
 
 Two predictions are "the same" (extractor votes, App. M) iff their canonical strings are equal; unparsable ones have
@@ -20,19 +19,17 @@ target), so N extractors agreeing on one text cost one simplification.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import sympy
-from sympy.logic.boolalg import And, BooleanFalse, BooleanTrue, Equivalent, Implies, Not, Or, Xor
 
 from dsl.expr.arithmetic import to_sympy
 from dsl.expr.assembly import assembly_equivalent
 from dsl.expr.assembly import canonical as assembly_canonical
-from dsl.expr.logic import LOGIC_SYNTAX, logic_equivalent, logic_to_sympy
+from dsl.expr.logic import LOGIC_SYNTAX, logic_canonical, logic_equivalent
 from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr
 from dsl.expr.tree import Node
 
@@ -40,11 +37,6 @@ VERDICTS = ("correct", "wrong", "parse_error", "no_output")
 ORACLE_DOMAINS = ("arithmetic", "logic", "assembly")
 MAX_ANSWER_CHARS = 1000
 MAX_ANSWER_OPERATORS = 64
-# Truth tables (2^n rows as one Python int) up to this many variables; beyond, the logic canonical form is the
-# formula itself (never reached by suite formulas, which use at most eight variables). Tables over more than
-# _HEX_TABLE_VARIABLES variables are written as their sha256 digest to keep canonical strings short.
-MAX_TRUTH_TABLE_VARIABLES = 20
-_HEX_TABLE_VARIABLES = 8
 
 _LABEL_LINE = re.compile(r"^[ \t>#*_\-]*expression[ \t*_]*:[ \t*_]*(?P<rest>.*)$", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
@@ -171,83 +163,6 @@ def _arithmetic_canonical(value: Any) -> str:
     return sympy.srepr(sympy.cancel(sympy.together(value)))
 
 
-def _truth_table(value: Any, masks: dict[Any, int], full: int) -> int:
-    """The formula's truth table as a bitmask over all rows (bit r set: true on row r)."""
-    if isinstance(value, BooleanTrue):
-        return full
-    if isinstance(value, BooleanFalse):
-        return 0
-    if isinstance(value, sympy.Symbol):
-        return masks[value]
-    args = [_truth_table(arg, masks, full) for arg in value.args]
-    if isinstance(value, Not):
-        return full & ~args[0]
-    if isinstance(value, And):
-        result = full
-        for arg in args:
-            result &= arg
-        return result
-    if isinstance(value, Or):
-        result = 0
-        for arg in args:
-            result |= arg
-        return result
-    if isinstance(value, Xor):
-        result = 0
-        for arg in args:
-            result ^= arg
-        return result
-    if isinstance(value, Implies):
-        return full & (~args[0] | args[1])
-    if isinstance(value, Equivalent):
-        every, none = full, full
-        for arg in args:
-            every &= arg
-            none &= ~arg
-        return every | none
-    raise ValueError(f"no truth table for {type(value).__name__}")
-
-
-def _column_masks(names: list[Any], rows: int) -> dict[Any, int]:
-    """Variable i is true on the rows whose bit i is set: 2^i zeros then 2^i ones, repeated over the rows."""
-    masks = {}
-    for i, name in enumerate(names):
-        half = 1 << i
-        block = ((1 << half) - 1) << half
-        mask, width = block, 2 * half
-        while width < rows:
-            mask |= mask << width
-            width *= 2
-        masks[name] = mask
-    return masks
-
-
-def _logic_canonical(value: Any) -> str:
-    """``"A,C:<hex table>"``: the variables the formula depends on and its truth table over them (row r: variable i
-    is true iff bit i of r is set)."""
-    names = sorted(value.free_symbols, key=str)
-    if len(names) > MAX_TRUTH_TABLE_VARIABLES:
-        return "formula:" + sympy.srepr(value)
-    rows = 1 << len(names)
-    full = (1 << rows) - 1
-    masks = _column_masks(names, rows)
-    table = _truth_table(value, masks, full)
-    essential = []
-    for i, name in enumerate(names):
-        column = masks[name]
-        if (table & column) >> (1 << i) != table & ~column & full:
-            essential.append(name)
-    if len(essential) != len(names):
-        rows = 1 << len(essential)
-        full = (1 << rows) - 1
-        masks = {name: 0 for name in names} | _column_masks(essential, rows)
-        table = _truth_table(value, masks, full)
-    digits = f"{table:x}"
-    if len(essential) > _HEX_TABLE_VARIABLES:
-        digits = "sha256-" + hashlib.sha256(digits.encode()).hexdigest()
-    return ",".join(str(name) for name in essential) + ":" + digits
-
-
 def _parse_tree(domain: str, text: str) -> Node:
     if domain == "arithmetic":
         return parse_infix(text, ARITHMETIC)
@@ -273,8 +188,7 @@ def _parse(domain: str, text: str) -> _Parsed:
         value = to_sympy(node)
         return _Parsed(node, value, _arithmetic_canonical(value))
     if domain == "logic":
-        value = logic_to_sympy(node)
-        return _Parsed(node, value, _logic_canonical(value))
+        return _Parsed(node, None, logic_canonical(node))
     return _Parsed(node, None, assembly_canonical(node))
 
 
@@ -333,7 +247,6 @@ def judge(completion: str | None, target: Node, domain: str) -> Judgement:
 __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_ANSWER_OPERATORS",
-    "MAX_TRUTH_TABLE_VARIABLES",
     "ORACLE_DOMAINS",
     "VERDICTS",
     "Judgement",

@@ -34,7 +34,14 @@ from dsl.expr.serialize import parse_infix, parse_sexpr, to_sexpr
 from dsl.expr.suite import exclude_expressions, load_suite
 from eval.nl.guard import GuardConfig, check_word_problem, clean_word_problem
 from eval.nl.lexicon import r_math
-from eval.nl.models import Participant, deterministic_word_problem, model_info, parse_participant, parser_extract
+from eval.nl.models import (
+    Participant,
+    deterministic_word_problem,
+    model_info,
+    parse_participant,
+    parser_extract,
+    read_outputs,
+)
 from eval.nl.oracle import judge
 from eval.rtce.generation import with_retries
 from eval.run_settings import check_settings
@@ -178,6 +185,7 @@ def generate_word_problems(
     """One guarded word problem per expression from `generator` (resumable in `path`)."""
     guard = GuardConfig(strict=config.strict_guard)
     guarded = generator.generator_kind == "nl"
+    imported = read_outputs(generator) if generator.kind == "file" else {}
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         start = time.perf_counter()
@@ -191,6 +199,8 @@ def generate_word_problems(
                 logger.error("generation failed for %d expressions: %s", len(batch), exc)
                 texts = [None] * len(batch)
             info = model_info(backend())
+        elif generator.kind == "file":
+            texts = [imported.get(row["id"]) for row in batch]
         else:
             texts = [
                 deterministic_word_problem(generator, parse_sexpr(row["sexpr"]), domain, row["id"], config.seed)
@@ -221,6 +231,7 @@ def extract_expressions(
 ) -> list[dict[str, Any]]:
     """`extractor`'s answer to every guard-passing word problem (resumable in `path`)."""
     todo = [w for w in word_problems if w["guard"] == "pass"]
+    imported = read_outputs(extractor) if extractor.kind == "file" else {}
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         start = time.perf_counter()
@@ -234,6 +245,8 @@ def extract_expressions(
                 logger.error("extraction failed for %d word problems: %s", len(batch), exc)
                 texts = [None] * len(batch)
             info = model_info(backend())
+        elif extractor.kind == "file":
+            texts = [imported.get(w["id"]) for w in batch]
         else:
             texts = [parser_extract(w["word_problem"], domain) for w in batch]
         elapsed = round((time.perf_counter() - start) / len(batch), 3)

@@ -150,7 +150,6 @@ def test_logic_canonical_forms() -> None:
     assert canonical_form("A -> A", "logic") == ":1"
     wide = " & ".join("ABCDEFGHIJ")
     assert canonical_form(wide, "logic") == canonical_form(" & ".join(reversed("ABCDEFGHIJ")), "logic")
-    assert len(canonical_form(wide, "logic") or "") < 100
 
 
 @pytest.mark.parametrize(

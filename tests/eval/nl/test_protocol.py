@@ -1,0 +1,153 @@
+"""`kt nl run` end to end: deterministic participants, imported outputs, guard charging, resuming, settings, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dsl.expr.prompts import shot_expressions
+from dsl.expr.serialize import ARITHMETIC, parse_infix, to_sexpr
+from dsl.expr.suite import SuiteConfig, build_suite, load_suite, write_suite
+from eval.nl.models import parse_participant, parser_extract
+from eval.nl.protocol import NLRunConfig, run_nl, select_expressions, without_shots
+from kt_train.cli import main as kt_main
+
+SMALL = {"k_max": 4, "d_max": 4, "instances": 2}
+
+
+@pytest.fixture(scope="module")
+def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("suite")
+    write_suite(build_suite(SuiteConfig(**SMALL)), path)
+    return path
+
+
+def run(suite: Path, output: Path, generators: list[str], extractors: list[str], **kwargs: object) -> dict:
+    config = NLRunConfig(str(suite), str(output), generators, extractors, **kwargs)  # type: ignore[arg-type]
+    return run_nl(config, progress=False)
+
+
+def test_deterministic_participants_write_every_artifact(suite_dir: Path, tmp_path: Path) -> None:
+    summary = run(suite_dir, tmp_path, ["sexpr", "json", "procedural"], ["parser"])
+    n = len(load_suite(suite_dir))
+    results = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(results) == n * 3 and results["correct"].all()  # lossless encodings, exact parser
+    for name in ("report.md", "summary.json", "matrix.csv", "matrix.png", "settings.json"):
+        assert (tmp_path / name).is_file(), name
+    assert (tmp_path / "generations" / "procedural.jsonl").is_file()
+    assert len((tmp_path / "extractions" / "parser.jsonl").read_text().splitlines()) == n * 3
+    assert summary["matrix"]["cells"] == {"parser": {"procedural": 100.0}}  # the NL matrix: prose generators only
+    assert [row["tax"] for row in summary["nl_tax"]] == [0.0]  # lossless encodings read exactly: no tax
+
+
+def test_imported_outputs_guard_failures_are_charged_and_never_extracted(suite_dir: Path, tmp_path: Path) -> None:
+    rows = load_suite(suite_dir)[:4]
+    leak, missing, good = rows[0], rows[1], rows[2]  # rows[3] has no word problem at all: no output
+    words = tmp_path / "api.jsonl"
+    lines = [
+        {"id": leak["id"], "completion": " and ".join(f"{{{v}}} + 3 apples" for v in leak["variables"])},
+        {"id": missing["id"], "completion": "Somebody has some apples and buys more."},
+        {"id": good["id"], "completion": parser_extract_source(good)},
+    ]
+    words.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    answers = tmp_path / "reader.jsonl"
+    answers.write_text(json.dumps({"id": f"api/{good['id']}", "completion": f"Expression: {good['infix']}"}) + "\n")
+    out = tmp_path / "run"
+    run(suite_dir, out, [f"api={words}"], [f"reader={answers}", "parser"], max_expressions=None)
+    results = pd.read_parquet(out / "results.parquet").set_index(["expr_id", "extractor"])
+    assert results.loc[(leak["id"], "reader"), "guard"] == "leak"
+    assert results.loc[(missing["id"], "reader"), "guard"] == "missing_placeholder"
+    assert results.loc[(rows[3]["id"], "reader"), "guard"] == "no_output"
+    assert results.loc[(good["id"], "reader"), "verdict"] == "correct"
+    assert results.loc[(good["id"], "parser"), "verdict"] == "correct"  # the procedure parses back
+    charged = results[results["guard"] != "pass"]
+    assert (charged["verdict"] == "guard_fail").all() and not charged["correct"].any()
+    extracted = [
+        json.loads(line)["expr_id"] for line in (out / "extractions" / "parser.jsonl").read_text().splitlines()
+    ]
+    assert leak["id"] not in extracted and good["id"] in extracted
+
+
+def parser_extract_source(row: dict) -> str:
+    """A guard-passing word problem for `row`: the procedural rendering."""
+    from dsl.expr.procedural import render_arithmetic
+    from dsl.expr.serialize import parse_sexpr
+    from eval.nl.models import item_rng
+
+    return render_arithmetic(parse_sexpr(row["sexpr"]), item_rng("test", row["id"]))
+
+
+def test_a_resumed_run_ends_identical_and_other_settings_are_refused(suite_dir: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    run(suite_dir, first, ["procedural", "sexpr"], ["parser"], max_expressions=9)
+    run(suite_dir, second, ["procedural", "sexpr"], ["parser"], max_expressions=9)
+    generations = second / "generations" / "procedural.jsonl"
+    lines = generations.read_text().splitlines()
+    generations.write_text("\n".join(lines[:4]) + "\n" + lines[4][:20])  # killed mid-write: a torn last line
+    (second / "results.parquet").unlink()
+    run(suite_dir, second, ["procedural", "sexpr"], ["parser"], max_expressions=9)
+    for name in ("generations/procedural.jsonl", "extractions/parser.jsonl"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(first / "results.parquet"), pd.read_parquet(second / "results.parquet")
+    )
+    with pytest.raises(ValueError, match="other settings"):
+        run(suite_dir, second, ["procedural"], ["parser"], max_expressions=9, extractor_shots=0)
+
+
+def test_selection_spreads_over_cells_and_shots_stay_out(suite_dir: Path) -> None:
+    rows = load_suite(suite_dir)
+    chosen = select_expressions(rows, 7, seed=1)
+    assert len(chosen) == 7 and {(r["k"], r["d"]) for r in chosen} == {(r["k"], r["d"]) for r in rows}  # all 5 cells
+    assert chosen == select_expressions(rows, 7, seed=1) and chosen != select_expressions(rows, 7, seed=2)
+    shot = to_sexpr(parse_infix(shot_expressions("arithmetic")[0], ARITHMETIC))
+    planted = [*rows, {**rows[0], "id": "planted", "sexpr": shot}]
+    assert [r["id"] for r in without_shots(planted, "arithmetic")] == [r["id"] for r in rows]
+
+
+def test_logic_suite_round_trip(tmp_path: Path) -> None:
+    suite = tmp_path / "logic"
+    write_suite(build_suite(SuiteConfig(domain="logic", k_max=3, d_max=3, instances=2)), suite)
+    run(suite, tmp_path / "run", ["procedural", "json"], ["parser"])
+    results = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert results["correct"].all() and set(results["domain"]) == {"logic"}
+
+
+def test_participant_specs() -> None:
+    lm = parse_participant("base=smollm2-135m-instruct", "extractor")
+    assert (lm.label, lm.kind, lm.model, lm.adapter) == ("base", "lm", "smollm2-135m-instruct", None)
+    assert parse_participant("sexpr", "generator").generator_kind == "structured"
+    assert parse_participant("procedural", "generator").generator_kind == "nl"
+    with pytest.raises(ValueError, match="not a extractor"):
+        parse_participant("sexpr", "extractor")
+    with pytest.raises(FileNotFoundError, match="adapter_config"):
+        parse_participant("ft=smollm2-135m-instruct@/nonexistent", "generator")
+    with pytest.raises(ValueError, match="share a label"):
+        NLRunConfig("s", "o", ["procedural", "procedural"], ["parser"]).participants()
+    assert parser_extract("nothing to parse here, friend", "arithmetic") is None
+
+
+def test_cli_errors_are_one_line(suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["nl", "run", "--suite", str(tmp_path / "missing"), "--output", str(tmp_path / "o")]
+    assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "ok"), "--quiet"]
+    assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser", "--max-expressions", "3"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["mean_cell"] == 100.0
+
+
+@pytest.mark.slow
+def test_the_embedded_model_in_both_roles(suite_dir: Path, tmp_path: Path) -> None:
+    lm = "smol=smollm2-135m-instruct"
+    run(suite_dir, tmp_path, [lm, "sexpr"], [lm, "parser"], max_expressions=2, generator_tokens=24,
+        extractor_tokens=12)  # fmt: skip
+    results = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(results) == 2 * 2 * 2
+    smol = results[results["generator"] == "smol"]
+    assert set(smol["generator_family"]) == {"llama"} and smol["generator_params"].between(0.1, 0.2).all()
+    read = results[(results["extractor"] == "smol") & (results["generator"] == "sexpr")]
+    assert read["verdict"].isin(["correct", "wrong", "parse_error"]).all()  # the model answered every S-expression
+    assert (tmp_path / "report.md").read_text().count("| smol |") >= 1

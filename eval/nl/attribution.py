@@ -247,9 +247,25 @@ def panel_sensitivity(df: pd.DataFrame, panels: Mapping[str, Sequence[str]] | No
     return pd.DataFrame(records)
 
 
+def error_types(df: pd.DataFrame) -> pd.DataFrame:
+    """Failed NL round trips by `error_type` (App. I: wrong operator count, other operators, other leaves, structure,
+    parse errors, no output, guard failures): errors and share (%) overall, then the share per generator."""
+    errors = nl_rows(df)
+    errors = errors[~as_bool(errors["correct"])]
+    if errors.empty:
+        return pd.DataFrame(columns=["error_type", "errors", "share"])
+    kinds = errors["error_type"].fillna("unknown")
+    counts = kinds.value_counts()
+    table = pd.DataFrame({"error_type": counts.index, "errors": counts.to_numpy()})
+    table["share"] = 100.0 * table["errors"] / len(errors)
+    per_generator = pd.crosstab(kinds, errors["generator"], normalize="columns") * 100
+    return table.merge(per_generator, left_on="error_type", right_index=True, how="left")
+
+
 __all__ = [
     "FaultAttribution",
     "Misattribution",
+    "error_types",
     "fault_attribution",
     "misattribution_bound",
     "panel_sensitivity",

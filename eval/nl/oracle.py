@@ -244,13 +244,40 @@ def judge(completion: str | None, target: Node, domain: str) -> Judgement:
     return Judgement(verdict, extracted, parsed.canonical)
 
 
+ERROR_TYPES = ("operator_count", "operators", "leaves", "structure", "parse_error", "no_output")
+
+
+def _operators(node: Node) -> list[str]:
+    return sorted(str(sub.op) for sub, _ in node.walk() if not sub.is_leaf)
+
+
+def error_type(judgement: Judgement, target: Node, domain: str) -> str | None:
+    """Why an answer is wrong (NL paper App. I), None for a correct one: a different operator count, the same count
+    but other operators, the same operators but other leaves, or the same parts arranged differently (structure)."""
+    if judgement.verdict == "correct":
+        return None
+    if judgement.verdict != "wrong" or judgement.extracted is None:
+        return judgement.verdict
+    node = _parse(domain, judgement.extracted).node
+    assert node is not None  # a wrong verdict comes from a parsed answer
+    if node.n_ops != target.n_ops:
+        return "operator_count"
+    if _operators(node) != _operators(target):
+        return "operators"
+    if sorted(map(str, node.leaves())) != sorted(map(str, target.leaves())):
+        return "leaves"
+    return "structure"
+
+
 __all__ = [
+    "ERROR_TYPES",
     "MAX_ANSWER_CHARS",
     "MAX_ANSWER_OPERATORS",
     "ORACLE_DOMAINS",
     "VERDICTS",
     "Judgement",
     "canonical_form",
+    "error_type",
     "extract_expression",
     "judge",
 ]

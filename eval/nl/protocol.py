@@ -42,7 +42,7 @@ from eval.nl.models import (
     parser_extract,
     read_outputs,
 )
-from eval.nl.oracle import judge
+from eval.nl.oracle import error_type, judge
 from eval.rtce.generation import with_retries
 from eval.run_settings import check_settings
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -173,6 +173,19 @@ def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, gua
     }
 
 
+def _lm_texts(
+    backend: Callable[[], GenerationBackend], prompts: list[str], sampling: SamplingConfig
+) -> tuple[list[str | None], dict[str, Any]]:
+    """One greedy text per prompt (None for all of them when the backend keeps failing) and the model's info."""
+    try:
+        outputs = with_retries(backend().generate, prompts, sampling)
+        texts = [out[0] if out else None for out in outputs]
+    except (RuntimeError, OSError) as exc:
+        logger.error("generation failed for %d prompts: %s", len(prompts), exc)
+        texts = [None] * len(prompts)
+    return texts, model_info(backend())
+
+
 def generate_word_problems(
     generator: Participant,
     rows: Sequence[dict[str, Any]],
@@ -192,13 +205,7 @@ def generate_word_problems(
         info: dict[str, Any] = {"params_b": None, "family": None}
         if generator.kind == "lm":
             prompts = [generator_prompt(row["infix"], domain, config.generator_shots) for row in batch]
-            try:
-                outputs = with_retries(backend().generate, prompts, config.sampling(config.generator_tokens))
-                texts = [out[0] if out else None for out in outputs]
-            except (RuntimeError, OSError) as exc:
-                logger.error("generation failed for %d expressions: %s", len(batch), exc)
-                texts = [None] * len(batch)
-            info = model_info(backend())
+            texts, info = _lm_texts(backend, prompts, config.sampling(config.generator_tokens))
         elif generator.kind == "file":
             texts = [imported.get(row["id"]) for row in batch]
         else:
@@ -238,13 +245,7 @@ def extract_expressions(
         info: dict[str, Any] = {"params_b": None, "family": None}
         if extractor.kind == "lm":
             prompts = [extractor_prompt(w["word_problem"], domain, config.extractor_shots) for w in batch]
-            try:
-                outputs = with_retries(backend().generate, prompts, config.sampling(config.extractor_tokens))
-                texts = [out[0] if out else None for out in outputs]
-            except (RuntimeError, OSError) as exc:
-                logger.error("extraction failed for %d word problems: %s", len(batch), exc)
-                texts = [None] * len(batch)
-            info = model_info(backend())
+            texts, info = _lm_texts(backend, prompts, config.sampling(config.extractor_tokens))
         elif extractor.kind == "file":
             texts = [imported.get(w["id"]) for w in batch]
         else:
@@ -287,7 +288,7 @@ def build_results(
     expressions = {row["id"]: row for row in rows}
     answers = {(e["extractor"], e["generator"], e["expr_id"]): e for recs in extractions.values() for e in recs}
     ext_info = {label: _participant_info(recs) for label, recs in extractions.items()}
-    judged: dict[tuple[str | None, str], Any] = {}
+    judged: dict[tuple[str | None, str], tuple[Any, str | None]] = {}
     feature_keys = [key for key in rows[0] if key in FEATURE_COLUMNS or key == "root_op" or key.startswith("n_")]
     out = []
     total = sum(len(g) for g in generations.values()) * len(extractions)
@@ -307,17 +308,18 @@ def build_results(
                 cell |= {"extractor_family": ext_info[extractor]["family"]}
                 answer = answers.get((extractor, generator, row["id"]))
                 if word["guard"] != "pass" or answer is None:
-                    out.append(
-                        cell | {"extracted": None, "canonical": None, "verdict": "guard_fail", "correct": False}
-                    )
+                    failed = {"extracted": None, "canonical": None, "verdict": "guard_fail", "correct": False}
+                    out.append(cell | failed | {"error_type": "guard_fail"})
                     continue
                 key = (answer["completion"], row["id"])
                 if key not in judged:
-                    judged[key] = judge(answer["completion"], parse_sexpr(row["sexpr"]), domain)
-                verdict = judged[key]
+                    target = parse_sexpr(row["sexpr"])
+                    verdict = judge(answer["completion"], target, domain)
+                    judged[key] = (verdict, error_type(verdict, target, domain))
+                verdict, kind = judged[key]
                 out.append(
                     cell | {"extracted": verdict.extracted, "canonical": verdict.canonical, "verdict": verdict.verdict,
-                            "correct": verdict.verdict == "correct"}
+                            "correct": verdict.verdict == "correct", "error_type": kind}
                 )  # fmt: skip
     bar.close()
     frame = pd.DataFrame(out)

@@ -19,6 +19,7 @@ import pandas as pd
 from eval.nl.attribution import (
     FaultAttribution,
     Misattribution,
+    error_types,
     fault_attribution,
     misattribution_bound,
     panel_sensitivity,
@@ -68,6 +69,7 @@ class Analysis:
     attribution: FaultAttribution | None = None
     misattribution: Misattribution | None = None
     panels: pd.DataFrame | None = None
+    error_types: pd.DataFrame | None = None
     predictors: PredictorResult | None = None
     spearman: SpearmanResult | None = None
     notes: dict[str, str] = field(default_factory=dict)  # section -> why it is missing or partial
@@ -121,6 +123,10 @@ def run_analyses(
         parts["attribution"] = fault_attribution(df)
         parts["misattribution"] = misattribution_bound(df)
         parts["panels"] = panel_sensitivity(df, panels)
+    if "error_type" in df.columns and len(nl):
+        parts["error_types"] = error_types(df)
+    else:
+        notes["error_types"] = "no column 'error_type'" if len(nl) else "no NL generators in this run"
     numeric = [c for c in features if c in df.columns]
     kinds = [c for c in categorical if c in df.columns]
     absent = _missing(df, [*features, *categorical])
@@ -234,6 +240,7 @@ def summarise(analysis: Analysis, title: str = DEFAULT_TITLE, plots: Sequence[st
             _attribution_summary(analysis.attribution, analysis.misattribution) if analysis.attribution else None
         ),
         "panel_sensitivity": analysis.panels,
+        "error_types": analysis.error_types,
         "predictors": None,
         "spearman": None,
         "notes": analysis.notes,
@@ -473,6 +480,20 @@ def _spearman_section(analysis: Analysis) -> list[str]:
     return lines + _frame_table(result.per_depth, digits=3)
 
 
+def _error_type_section(analysis: Analysis) -> list[str]:
+    lines = ["## Error types", ""]
+    if analysis.error_types is None:
+        return [*lines, analysis.notes.get("error_types", "not computed"), ""]
+    lines += [
+        "Failed NL round trips by cause (App. I): `operator_count` (the answer has another number of operators), "
+        "`operators` (same count, other operators), `leaves` (same operators, other variables or constants), "
+        "`structure` (same parts, arranged differently), `parse_error`, `no_output`, `guard_fail`. Share of the "
+        "errors in %, overall and per generator.",
+        "",
+    ]
+    return lines + _frame_table(analysis.error_types)
+
+
 def report_markdown(analysis: Analysis, title: str = DEFAULT_TITLE, plots: Sequence[str] = ()) -> str:
     """The markdown report of `analysis` (`plots`: image files beside it)."""
     lines = [
@@ -489,6 +510,7 @@ def report_markdown(analysis: Analysis, title: str = DEFAULT_TITLE, plots: Seque
         _nl_tax_section,
         _accuracy_section,
         _attribution_section,
+        _error_type_section,
         _predictor_section,
         _spearman_section,
     ):

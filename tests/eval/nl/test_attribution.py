@@ -8,7 +8,13 @@ from itertools import combinations
 import pandas as pd
 import pytest
 
-from eval.nl.attribution import fault_attribution, misattribution_bound, panel_sensitivity, word_problem_votes
+from eval.nl.attribution import (
+    error_types,
+    fault_attribution,
+    misattribution_bound,
+    panel_sensitivity,
+    word_problem_votes,
+)
 
 TARGET = {"e1": "t1", "e2": "t2", "e3": "t3"}  # the canonical form of each expression
 DEPTH = {"e1": 2, "e2": 2, "e3": 3}
@@ -150,3 +156,19 @@ def test_no_errors_gives_empty_tables(table: pd.DataFrame) -> None:
     result = fault_attribution(right)
     assert result.n_errors == 0 and math.isnan(result.generator_fault_rate)
     assert len(result.by_depth) == 0 and len(result.by_generator) == 0
+
+
+def test_error_types_share_of_failed_nl_round_trips() -> None:
+    rows = [
+        {"generator": "g1", "correct": False, "error_type": "operator_count"},
+        {"generator": "g1", "correct": False, "error_type": "operator_count"},
+        {"generator": "g1", "correct": False, "error_type": "guard_fail"},
+        {"generator": "g2", "correct": False, "error_type": "structure"},
+        {"generator": "g2", "correct": True, "error_type": None},
+        {"generator": "sexpr", "correct": False, "error_type": "parse_error"},  # structured: not counted
+    ]
+    frame = pd.DataFrame(rows).assign(generator_kind=lambda d: ["nl"] * 5 + ["structured"], expr_id="e", extractor="x")
+    table = error_types(frame).set_index("error_type")
+    assert table["errors"].to_dict() == {"operator_count": 2, "guard_fail": 1, "structure": 1}
+    assert table.loc["operator_count", "share"] == 50.0
+    assert table.loc["operator_count", "g1"] == pytest.approx(200 / 3) and table.loc["structure", "g2"] == 100.0

@@ -10,7 +10,7 @@ from dsl.expr.logic import LOGIC_SYNTAX
 from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr
 from dsl.expr.tree import Node
 from eval.nl import oracle
-from eval.nl.oracle import VERDICTS, Judgement, canonical_form, extract_expression, judge
+from eval.nl.oracle import VERDICTS, Judgement, canonical_form, error_type, extract_expression, judge
 
 
 def arith(text: str) -> Node:
@@ -185,3 +185,21 @@ def test_closed_sets_and_unknown_domain() -> None:
         Judgement("maybe")
     with pytest.raises(ValueError, match="domain"):
         judge("A", arith("A"), "geometry")
+
+
+@pytest.mark.parametrize(
+    ("completion", "target", "expected"),
+    [
+        ("Expression: A + B", "A + B", None),
+        ("Expression: A + B + C", "A + B", "operator_count"),
+        ("Expression: A * B", "A + B", "operators"),
+        ("Expression: A + C", "A + B", "leaves"),
+        ("Expression: A - (B - C)", "(A - B) - C", "structure"),
+        ("Expression: B - A", "A - B", "structure"),
+        ("Expression: A +", "A + B", "parse_error"),
+        (None, "A + B", "no_output"),
+    ],
+)
+def test_error_types(completion: str | None, target: str, expected: str | None) -> None:
+    node = arith(target)
+    assert error_type(judge(completion, node, "arithmetic"), node, "arithmetic") == expected

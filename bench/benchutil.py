@@ -280,6 +280,7 @@ SECTIONS = {
     "kt_check": "KT checking of Python completions",
     "kt_baselines": "KT baselines on the 1 MB synthetic set",
     "kt_lmic": "KT LMiC coder",
+    "nl": "NL round trip: suite, oracle, guard, protocol",
 }
 
 

@@ -92,6 +92,7 @@ class TransformersBackend:
         tokenizer: PreTrainedTokenizerBase | None = None,
         batch_size: int = 4,
         apply_chat_template: bool = True,
+        chat_template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(model.name_or_path)
@@ -99,11 +100,14 @@ class TransformersBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.batch_size = batch_size
         self.apply_chat_template = apply_chat_template
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
     def _format(self, prompt: str) -> str:
         if not self.apply_chat_template:
             return prompt
-        return self.tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(
+            chat_messages(prompt), tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+        )
 
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
         """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
@@ -163,9 +167,15 @@ class VLLMBackend:
     """Thin wrapper over `vllm.LLM`; `llm_kwargs` go to `vllm.LLM` (e.g. dtype, gpu_memory_utilization)."""
 
     def __init__(
-        self, model: str, apply_chat_template: bool = True, adapter: str | None = None, **llm_kwargs: Any
+        self,
+        model: str,
+        apply_chat_template: bool = True,
+        adapter: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        **llm_kwargs: Any,
     ) -> None:
         self._vllm = _import_vllm()
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         if adapter is not None:
             llm_kwargs.setdefault("enable_lora", True)
         self.llm = self._vllm.LLM(model=resolve_model_path(model), **llm_kwargs)
@@ -192,7 +202,12 @@ class VLLMBackend:
         if self.apply_chat_template:
             conversations = [chat_messages(prompts[i]) for i in kept]
             results = self.llm.chat(
-                conversations, params, add_generation_prompt=True, use_tqdm=True, lora_request=self.lora_request
+                conversations,
+                params,
+                add_generation_prompt=True,
+                use_tqdm=True,
+                lora_request=self.lora_request,
+                chat_template_kwargs=self.chat_template_kwargs or None,
             )
         else:
             results = self.llm.generate(

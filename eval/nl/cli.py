@@ -66,7 +66,8 @@ def _run_command(args: argparse.Namespace) -> int:
             suite=args.suite, output=args.output, generators=args.generators, extractors=args.extractors,
             generator_shots=args.generator_shots, extractor_shots=args.extractor_shots,
             max_expressions=args.max_expressions, generator_tokens=args.generator_tokens,
-            extractor_tokens=args.extractor_tokens, strict_guard=args.strict_guard, backend=args.backend,
+            extractor_tokens=args.extractor_tokens, strict_guard=args.strict_guard, thinking=args.thinking,
+            backend=args.backend,
             batch_size=args.batch_size, seed=args.seed, panels=_panels(args.panel), wandb_project=args.wandb_project,
         )  # fmt: skip
         summary = run_nl(config, progress=not args.quiet)
@@ -121,6 +122,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--generator-tokens", type=int, default=256)
     run.add_argument("--extractor-tokens", type=int, default=128)
     run.add_argument("--strict-guard", action="store_true", help="also catch 'A - B' and '(5 - 3)'")
+    run.add_argument("--thinking", action="store_true", help="let reasoning models think (the paper: disabled)")
     run.add_argument("--backend", choices=["transformers", "vllm"], default="transformers")
     run.add_argument("--batch-size", type=int, default=8)
     run.add_argument("--seed", type=int, default=42)

@@ -71,6 +71,9 @@ class NLRunConfig:
     generator_tokens: int = field(default=256, metadata={"help": "most new tokens of a word problem"})
     extractor_tokens: int = field(default=128, metadata={"help": "most new tokens of an extraction"})
     strict_guard: bool = field(default=False, metadata={"help": "also catch 'A - B' and digit-adjacent parentheses"})
+    thinking: bool = field(
+        default=False, metadata={"help": "let reasoning models think (chat template enable_thinking; the paper: off)"}
+    )
     backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
     seed: int = field(default=42, metadata={"help": "seed of the subset, the templates and the classifier"})
@@ -111,11 +114,15 @@ def default_backend(participant: Participant, config: NLRunConfig) -> Generation
     from kt_train.generation import get_backend
 
     assert participant.model is not None  # only language models get a backend
+    template = {"enable_thinking": config.thinking}  # templates without the variable ignore it
     if config.backend == "vllm":
-        return get_backend("vllm", participant.model, adapter=participant.adapter, seed=config.seed)
+        return get_backend(
+            "vllm", participant.model, adapter=participant.adapter, seed=config.seed, chat_template_kwargs=template
+        )
     return get_backend(
-        "transformers", participant.model, adapter=participant.adapter, dtype="float32", batch_size=config.batch_size
-    )
+        "transformers", participant.model, adapter=participant.adapter, dtype="float32", batch_size=config.batch_size,
+        chat_template_kwargs=template,
+    )  # fmt: skip
 
 
 def _hash_key(*parts: object) -> str:

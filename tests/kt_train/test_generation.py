@@ -136,6 +136,18 @@ def test_without_chat_template() -> None:
     assert TransformersBackend(model).tokenizer.chat_template
 
 
+def test_chat_template_kwargs_reach_the_template() -> None:
+    tokenizer = get_tokenizer(NAME)
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+        "{% if enable_thinking is defined and not enable_thinking %}<no-think>{% endif %}"
+    )
+    model = get_model(NAME)
+    quiet = TransformersBackend(model, tokenizer, chat_template_kwargs={"enable_thinking": False})
+    assert quiet._format("hi") == "hi<no-think>"
+    assert TransformersBackend(model, tokenizer)._format("hi") == "hi"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_vllm_backend_names_the_extra() -> None:
     with pytest.raises(ImportError, match=r"kt-train\[vllm\]"):

@@ -55,10 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     from dsl.expr.arithmetic import to_sympy
     from dsl.expr.procedural import render_arithmetic
     from dsl.expr.serialize import ARITHMETIC, parse_sexpr, to_infix
-    from dsl.expr.suite import SuiteConfig, build_suite, write_suite
+    from dsl.expr.suite import SuiteConfig, build_suite, hashed_rng, write_suite
     from eval.nl import oracle
     from eval.nl.guard import check_word_problem
-    from eval.nl.models import item_rng
     from eval.nl.protocol import NLRunConfig, run_nl
 
     load = load_average()
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             oracle.judge(completion, target, "arithmetic")
 
     judge_s = statistics.median(timed(judge_all) for _ in range(args.repeats))
-    words = [(render_arithmetic(t, item_rng("bench", i)), t.variables()) for i, t in enumerate(trees)]
+    words = [(render_arithmetic(t, hashed_rng("bench", i)), t.variables()) for i, t in enumerate(trees)]
     guard_s = statistics.median(
         timed(lambda: [check_word_problem(w, v) for w, v in words]) for _ in range(args.repeats)
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from dsl.expr.procedural import render_arithmetic, render_assembly
 from dsl.expr.prompts import ANSWER_PREFIX, domain_prompts, extractor_prompt, generator_prompt
 from dsl.expr.serialize import ARITHMETIC, to_infix, to_sexpr
 from dsl.expr.skeletons import enumerate_skeletons
+from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
 
 FT_DOMAINS = ("arithmetic", "assembly")
@@ -104,15 +104,9 @@ def _skeleton_pool(operator_counts: tuple[int, ...], depth: int) -> list[Node]:
     return [skeleton for k in operator_counts for skeleton in enumerate_skeletons(k, depth)]
 
 
-def _rng(*parts: object) -> random.Random:
-    """An RNG seeded by hashing `parts`, independent of every other draw."""
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 def _draw(config: FTDataConfig, depth: int, index: int, pool: list[Node]) -> tuple[str, str]:
     """The `index`-th (expression text, word problem) draw at `depth`."""
-    rng = _rng("ft-data", config.domain, config.seed, depth, index)
+    rng = hashed_rng("ft-data", config.domain, config.seed, depth, index)
     if config.domain == "arithmetic":
         node = instantiate(rng.choice(pool), rng, config.arithmetic_config())
         return to_infix(node, ARITHMETIC), render_arithmetic(node, rng)

@@ -97,6 +97,11 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def hashed_rng(*parts: object) -> random.Random:
+    """An RNG of its own for one item, seeded by hashing `parts` (any item can be drawn alone, in any order)."""
+    return random.Random(derive_seed(*parts))
+
+
 def rows_fingerprint(rows: list[dict[str, Any]]) -> str:
     """sha256 of the rows as canonical JSON."""
     text = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -284,6 +289,7 @@ __all__ = [
     "cells_markdown",
     "derive_seed",
     "exclude_expressions",
+    "hashed_rng",
     "load_suite",
     "rows_fingerprint",
     "suite_report",

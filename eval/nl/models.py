@@ -18,8 +18,6 @@ Spec strings (``--generators`` / ``--extractors``):
 
 from __future__ import annotations
 
-import hashlib
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +25,7 @@ from typing import Any, Literal
 from dsl.expr.domains import get_domain
 from dsl.expr.prompts import ANSWER_PREFIX
 from dsl.expr.serialize import parse_infix, parse_json_ast, parse_sexpr, to_infix, to_json_ast, to_sexpr
+from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
 
 Kind = Literal["lm", "file", "structured", "procedural", "parser"]
@@ -84,12 +83,6 @@ def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Par
     return Participant(label, "lm", model, adapter or None)
 
 
-def item_rng(*parts: object) -> random.Random:
-    """An RNG seeded by hashing `parts` (the item's own stream: any item can be made alone, in any order)."""
-    digest = hashlib.sha256(repr(parts).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 def deterministic_word_problem(participant: Participant, node: Node, domain: str, expr_id: str, seed: int) -> str:
     """What a deterministic generator writes for `node`."""
     if participant.label == "sexpr":
@@ -99,7 +92,7 @@ def deterministic_word_problem(participant: Participant, node: Node, domain: str
     from dsl.expr import procedural
 
     render = {"arithmetic": procedural.render_arithmetic, "logic": procedural.render_logic}[domain]
-    return render(node, item_rng("procedural", seed, expr_id))
+    return render(node, hashed_rng("procedural", seed, expr_id))
 
 
 def _procedure_parser(domain: str) -> Any:
@@ -145,7 +138,6 @@ __all__ = [
     "STRUCTURED_GENERATORS",
     "Participant",
     "deterministic_word_problem",
-    "item_rng",
     "model_info",
     "parse_participant",
     "parser_extract",

@@ -75,9 +75,9 @@ def parser_extract_source(row: dict) -> str:
     """A guard-passing word problem for `row`: the procedural rendering."""
     from dsl.expr.procedural import render_arithmetic
     from dsl.expr.serialize import parse_sexpr
-    from eval.nl.models import item_rng
+    from dsl.expr.suite import hashed_rng
 
-    return render_arithmetic(parse_sexpr(row["sexpr"]), item_rng("test", row["id"]))
+    return render_arithmetic(parse_sexpr(row["sexpr"]), hashed_rng("test", row["id"]))
 
 
 def untimed(path: Path) -> list[dict]:

@@ -180,17 +180,36 @@ def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, gua
     }
 
 
-def _lm_texts(
-    backend: Callable[[], GenerationBackend], prompts: list[str], sampling: SamplingConfig
-) -> tuple[list[str | None], dict[str, Any]]:
-    """One greedy text per prompt (None for all of them when the backend keeps failing) and the model's info."""
-    try:
-        outputs = with_retries(backend().generate, prompts, sampling)
-        texts = [out[0] if out else None for out in outputs]
-    except (RuntimeError, OSError) as exc:
-        logger.error("generation failed for %d prompts: %s", len(prompts), exc)
-        texts = [None] * len(prompts)
-    return texts, model_info(backend())
+def _participant_texts(
+    participant: Participant,
+    batch: Sequence[dict[str, Any]],
+    prompt: Callable[[dict[str, Any]], str],
+    deterministic: Callable[[dict[str, Any]], str | None],
+    imported: dict[str, str | None],
+    backend: Callable[[], GenerationBackend],
+    sampling: SamplingConfig,
+) -> tuple[list[str | None], dict[str, Any], float]:
+    """One text per item of `batch` from any participant, the model's info and the seconds per item.
+
+    A language model answers `prompt(item)` greedily (None for the whole batch when the backend keeps failing);
+    imported outputs are looked up by the item's id; deterministic participants call `deterministic(item)`.
+    """
+    start = time.perf_counter()
+    info: dict[str, Any] = {"params_b": None, "family": None}
+    if participant.kind == "lm":
+        prompts = [prompt(item) for item in batch]
+        try:
+            outputs = with_retries(backend().generate, prompts, sampling)
+            texts = [out[0] if out else None for out in outputs]
+        except (RuntimeError, OSError) as exc:
+            logger.error("generation failed for %d prompts: %s", len(prompts), exc)
+            texts = [None] * len(prompts)
+        info = model_info(backend())
+    elif participant.kind == "file":
+        texts = [imported.get(item["id"]) for item in batch]
+    else:
+        texts = [deterministic(item) for item in batch]
+    return texts, info, round((time.perf_counter() - start) / max(len(batch), 1), 3)
 
 
 def generate_word_problems(
@@ -207,20 +226,14 @@ def generate_word_problems(
     guarded = generator.generator_kind == "nl"
     imported = read_outputs(generator) if generator.kind == "file" else {}
 
+    def written(row: dict[str, Any]) -> str:
+        return deterministic_word_problem(generator, parse_sexpr(row["sexpr"]), domain, row["id"], config.seed)
+
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        start = time.perf_counter()
-        info: dict[str, Any] = {"params_b": None, "family": None}
-        if generator.kind == "lm":
-            prompts = [generator_prompt(row["infix"], domain, config.generator_shots) for row in batch]
-            texts, info = _lm_texts(backend, prompts, config.sampling(config.generator_tokens))
-        elif generator.kind == "file":
-            texts = [imported.get(row["id"]) for row in batch]
-        else:
-            texts = [
-                deterministic_word_problem(generator, parse_sexpr(row["sexpr"]), domain, row["id"], config.seed)
-                for row in batch
-            ]
-        elapsed = round((time.perf_counter() - start) / len(batch), 3)
+        texts, info, elapsed = _participant_texts(
+            generator, batch, lambda row: generator_prompt(row["infix"], domain, config.generator_shots), written,
+            imported, backend, config.sampling(config.generator_tokens),
+        )  # fmt: skip
         return [
             {"id": f"{generator.label}/{row['id']}", "expr_id": row["id"], "generator": generator.label,
              "generator_kind": generator.generator_kind, "model": generator.model, "adapter": generator.adapter,
@@ -248,16 +261,11 @@ def extract_expressions(
     imported = read_outputs(extractor) if extractor.kind == "file" else {}
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        start = time.perf_counter()
-        info: dict[str, Any] = {"params_b": None, "family": None}
-        if extractor.kind == "lm":
-            prompts = [extractor_prompt(w["word_problem"], domain, config.extractor_shots) for w in batch]
-            texts, info = _lm_texts(backend, prompts, config.sampling(config.extractor_tokens))
-        elif extractor.kind == "file":
-            texts = [imported.get(w["id"]) for w in batch]
-        else:
-            texts = [parser_extract(w["word_problem"], domain) for w in batch]
-        elapsed = round((time.perf_counter() - start) / len(batch), 3)
+        texts, info, elapsed = _participant_texts(
+            extractor, batch, lambda w: extractor_prompt(w["word_problem"], domain, config.extractor_shots),
+            lambda w: parser_extract(w["word_problem"], domain), imported, backend,
+            config.sampling(config.extractor_tokens),
+        )  # fmt: skip
         return [
             {"id": f"{extractor.label}/{w['id']}", "extractor": extractor.label, "generator": w["generator"],
              "expr_id": w["expr_id"], **info, "completion": text, "elapsed_s": elapsed}

@@ -67,7 +67,7 @@ def _run_command(args: argparse.Namespace) -> int:
             generator_shots=args.generator_shots, extractor_shots=args.extractor_shots,
             max_expressions=args.max_expressions, generator_tokens=args.generator_tokens,
             extractor_tokens=args.extractor_tokens, strict_guard=args.strict_guard, thinking=args.thinking,
-            backend=args.backend,
+            backend=args.backend, judge_workers=args.judge_workers,
             batch_size=args.batch_size, seed=args.seed, panels=_panels(args.panel), wandb_project=args.wandb_project,
         )  # fmt: skip
         summary = run_nl(config, progress=not args.quiet)
@@ -125,6 +125,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--thinking", action="store_true", help="let reasoning models think (the paper: disabled)")
     run.add_argument("--backend", choices=["transformers", "vllm"], default="transformers")
     run.add_argument("--batch-size", type=int, default=8)
+    run.add_argument("--judge-workers", type=int, default=1, help="processes judging answers with sympy")
     run.add_argument("--seed", type=int, default=42)
     run.add_argument("--panel", action="append", default=[], metavar="NAME=E1,E2",
                      help="an extractor sub-panel for the attribution sensitivity table (repeatable)")  # fmt: skip

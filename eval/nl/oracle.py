@@ -20,6 +20,7 @@ target), so N extractors agreeing on one text cost one simplification.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -269,6 +270,31 @@ def error_type(judgement: Judgement, target: Node, domain: str) -> str | None:
     return "structure"
 
 
+def _judge_one(item: tuple[str | None, str, str]) -> tuple[Judgement, str | None]:
+    completion, target_sexpr, domain = item
+    target = parse_sexpr(target_sexpr)
+    judgement = judge(completion, target, domain)
+    return judgement, error_type(judgement, target, domain)
+
+
+def judge_many(
+    items: Sequence[tuple[str | None, str]], domain: str, workers: int = 1, progress: bool = False
+) -> list[tuple[Judgement, str | None]]:
+    """(judgement, error type) of each (completion, target S-expression), in order; `workers` > 1 spreads them over
+    processes (App. M parallelizes simplification with a process pool), each keeping its own caches."""
+    from tqdm.auto import tqdm
+
+    work = [(completion, target, domain) for completion, target in items]
+    bar = {"total": len(work), "desc": "judge", "unit": "answer", "disable": not progress}
+    if workers <= 1 or len(work) < 2:
+        return [_judge_one(item) for item in tqdm(work, **bar)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunk = max(1, min(256, len(work) // (4 * workers)))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(tqdm(pool.map(_judge_one, work, chunksize=chunk), **bar))
+
+
 __all__ = [
     "ERROR_TYPES",
     "MAX_ANSWER_CHARS",
@@ -280,4 +306,5 @@ __all__ = [
     "error_type",
     "extract_expression",
     "judge",
+    "judge_many",
 ]

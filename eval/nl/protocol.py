@@ -42,7 +42,7 @@ from eval.nl.models import (
     parser_extract,
     read_outputs,
 )
-from eval.nl.oracle import error_type, judge
+from eval.nl.oracle import judge_many
 from eval.rtce.generation import with_retries
 from eval.run_settings import check_settings
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -76,6 +76,7 @@ class NLRunConfig:
     )
     backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
+    judge_workers: int = field(default=1, metadata={"help": "processes judging answers with sympy"})
     seed: int = field(default=42, metadata={"help": "seed of the subset, the templates and the classifier"})
     panels: dict[str, list[str]] = field(
         default_factory=dict, metadata={"help": "named extractor sub-panels for the attribution sensitivity table"}
@@ -296,18 +297,17 @@ def build_results(
     extractions: dict[str, list[dict[str, Any]]],
     domain: str,
     progress: bool = True,
+    workers: int = 1,
 ) -> pd.DataFrame:
-    """One judged row per (expression, generator, extractor); guard failures are errors with no extraction."""
-    from tqdm.auto import tqdm
-
+    """One judged row per (expression, generator, extractor); guard failures are errors with no extraction. Each
+    distinct (answer, expression) is judged once, over `workers` processes."""
     expressions = {row["id"]: row for row in rows}
     answers = {(e["extractor"], e["generator"], e["expr_id"]): e for recs in extractions.values() for e in recs}
+    distinct = sorted({(a["completion"] or "", expressions[a["expr_id"]]["sexpr"]) for a in answers.values()})
+    judged = dict(zip(distinct, judge_many(distinct, domain, workers, progress), strict=True))
     ext_info = {label: _participant_info(recs) for label, recs in extractions.items()}
-    judged: dict[tuple[str | None, str], tuple[Any, str | None]] = {}
     feature_keys = [key for key in rows[0] if key in FEATURE_COLUMNS or key == "root_op" or key.startswith("n_")]
     out = []
-    total = sum(len(g) for g in generations.values()) * len(extractions)
-    bar = tqdm(total=total, desc="judge", unit="round trip", disable=not progress)
     for generator, records in generations.items():
         gen_info = _participant_info(records)
         for word in records:
@@ -318,7 +318,6 @@ def build_results(
             base |= {"generator_params": gen_info["params_b"], "generator_family": gen_info["family"]}
             base |= {"guard": word["guard"], "leak_pass": word["leak_pass"], "r_math": word["r_math"]}
             for extractor in extractions:
-                bar.update()
                 cell = base | {"extractor": extractor, "extractor_params": ext_info[extractor]["params_b"]}
                 cell |= {"extractor_family": ext_info[extractor]["family"]}
                 answer = answers.get((extractor, generator, row["id"]))
@@ -326,17 +325,11 @@ def build_results(
                     failed = {"extracted": None, "canonical": None, "verdict": "guard_fail", "correct": False}
                     out.append(cell | failed | {"error_type": "guard_fail"})
                     continue
-                key = (answer["completion"], row["id"])
-                if key not in judged:
-                    target = parse_sexpr(row["sexpr"])
-                    verdict = judge(answer["completion"], target, domain)
-                    judged[key] = (verdict, error_type(verdict, target, domain))
-                verdict, kind = judged[key]
+                verdict, kind = judged[(answer["completion"] or "", row["sexpr"])]
                 out.append(
                     cell | {"extracted": verdict.extracted, "canonical": verdict.canonical, "verdict": verdict.verdict,
                             "correct": verdict.verdict == "correct", "error_type": kind}
                 )  # fmt: skip
-    bar.close()
     frame = pd.DataFrame(out)
     for column in ("generator_params", "extractor_params", "r_math"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
@@ -368,8 +361,8 @@ def run_nl(config: NLRunConfig, factory: BackendFactory = default_backend, progr
     output = Path(config.output)
     (output / "generations").mkdir(parents=True, exist_ok=True)
     (output / "extractions").mkdir(parents=True, exist_ok=True)
-    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "generators", "extractors"}}
-    settings = {k: v for k, v in settings.items() if k not in {"wandb_project", "panels", "backend", "batch_size"}}
+    free = {"output", "generators", "extractors", "wandb_project", "panels", "backend", "batch_size", "judge_workers"}
+    settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
     check_settings(output, settings)
 
@@ -392,7 +385,7 @@ def run_nl(config: NLRunConfig, factory: BackendFactory = default_backend, progr
         )
         for e in extractors
     }  # fmt: skip
-    frame = build_results(rows, generations, extractions, domain, progress)
+    frame = build_results(rows, generations, extractions, domain, progress, config.judge_workers)
     tmp = output / (RESULTS_FILE + ".tmp")
     frame.to_parquet(tmp, index=False)
     tmp.replace(output / RESULTS_FILE)

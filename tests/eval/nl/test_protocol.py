@@ -156,3 +156,22 @@ def test_the_embedded_model_in_both_roles(suite_dir: Path, tmp_path: Path) -> No
     read = results[(results["extractor"] == "smol") & (results["generator"] == "sexpr")]
     assert read["verdict"].isin(["correct", "wrong", "parse_error"]).all()  # the model answered every S-expression
     assert (tmp_path / "report.md").read_text().count("| smol |") >= 1
+
+
+def test_judging_over_processes_gives_the_same_results(suite_dir: Path, tmp_path: Path) -> None:
+    words = tmp_path / "words.jsonl"
+    rows = load_suite(suite_dir)[:6]
+    words.write_text("".join(json.dumps({"id": r["id"], "completion": parser_extract_source(r)}) + "\n" for r in rows))
+    answers = tmp_path / "answers.jsonl"  # right, wrong (another expression), unparsable, wrong
+    texts = ["Expression: " + rows[0]["infix"], "Expression: " + rows[0]["infix"], "Expression: (", "B - A"]
+    answers.write_text(
+        "".join(json.dumps({"id": f"w/{r['id']}", "completion": t}) + "\n" for r, t in zip(rows, texts))
+    )
+    frames = []
+    for workers in (1, 2):
+        run(suite_dir, tmp_path / f"w{workers}", [f"w={words}", "sexpr"], [f"a={answers}", "parser"],
+            max_expressions=None, judge_workers=workers)  # fmt: skip
+        frames.append(pd.read_parquet(tmp_path / f"w{workers}" / "results.parquet"))
+    pd.testing.assert_frame_equal(*frames)
+    read = frames[0][(frames[0]["extractor"] == "a") & (frames[0]["generator"] == "w")].set_index("expr_id")
+    assert read.loc[rows[0]["id"], "verdict"] == "correct" and read.loc[rows[2]["id"], "verdict"] == "parse_error"

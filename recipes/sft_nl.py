@@ -16,7 +16,7 @@ constants 11..20 on the evaluation topologies, or assembly; every pair gives an 
 both directions (the paper) or one. With `eval_after_training`, the main process builds a small suite and runs the
 round trip in a separate process (`kt nl run`): the base model and the fine-tuned one (adapter merged) in both roles,
 with the S-expression and procedural generators and the rule-based parser as references
-(`output_dir/nl_eval/report.md`).
+(`output_dir/nl_eval/report.md`, and W&B when the training reports there).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from kt_train.models import cache_dir
 from kt_train.training.data import load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.sft import run_sft
+from kt_train.training.wandb_logging import reports_to_wandb
 
 ROLES = ("both", "generator", "extractor")
 FT_DOMAINS = ("arithmetic", "assembly")
@@ -106,6 +107,8 @@ def evaluate_round_trip(script_args: NLScriptArguments, training_args: SFTConfig
         "--extractor-tokens", str(script_args.eval_extractor_tokens),
         "--seed", str(training_args.seed),
     ]  # fmt: skip
+    if reports_to_wandb(training_args) and training_args.wandb_project:
+        command += ["--wandb-project", training_args.wandb_project]  # the report beside the training run
     logger.info("evaluating in a separate process: %s", " ".join(command))
     if subprocess.run(command, check=False).returncode != 0:
         print("the round-trip evaluation failed (see above); the adapter is saved")

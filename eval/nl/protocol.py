@@ -337,12 +337,22 @@ def build_results(
 
 
 def analysis_features(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Numeric and categorical features of the failure predictor present in the results."""
+    """Numeric and categorical features of the failure predictor (§3.3) present in the results.
+
+    Model sizes and families are used, as in the paper, when every NL round trip has them; when some participant has
+    none (a deterministic or imported one), the models enter by name instead, so no round trip is left out.
+    """
     numeric = [c for c in frame.columns if c in FEATURE_COLUMNS or (c.startswith("n_") and c != "n_")]
-    for column in ("generator_params", "extractor_params", "r_math"):
-        if column in frame and frame[column].notna().any():
-            numeric.append(column)
-    categorical = [c for c in ("skeleton", "root_op", "generator_family", "extractor_family") if c in frame]
+    if "r_math" in frame and frame["r_math"].notna().any():
+        numeric.append("r_math")
+    nl = frame[frame["generator_kind"] == "nl"] if "generator_kind" in frame else frame
+    sizes = ["generator_params", "extractor_params"]
+    categorical = [c for c in ("skeleton", "root_op") if c in frame]
+    if all(c in nl and nl[c].notna().all() for c in sizes):
+        numeric += sizes
+        categorical += [c for c in ("generator_family", "extractor_family") if c in frame]
+    else:
+        categorical += ["generator", "extractor"]
     return numeric, categorical
 
 

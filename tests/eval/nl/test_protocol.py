@@ -12,7 +12,7 @@ from dsl.expr.prompts import shot_expressions
 from dsl.expr.serialize import ARITHMETIC, parse_infix, to_sexpr
 from dsl.expr.suite import SuiteConfig, build_suite, load_suite, write_suite
 from eval.nl.models import parse_participant, parser_extract
-from eval.nl.protocol import NLRunConfig, run_nl, select_expressions, without_shots
+from eval.nl.protocol import NLRunConfig, analysis_features, run_nl, select_expressions, without_shots
 from kt_train.cli import main as kt_main
 
 SMALL = {"k_max": 4, "d_max": 4, "instances": 2}
@@ -175,3 +175,24 @@ def test_judging_over_processes_gives_the_same_results(suite_dir: Path, tmp_path
     pd.testing.assert_frame_equal(*frames)
     read = frames[0][(frames[0]["extractor"] == "a") & (frames[0]["generator"] == "w")].set_index("expr_id")
     assert read.loc[rows[0]["id"], "verdict"] == "correct" and read.loc[rows[2]["id"], "verdict"] == "parse_error"
+
+
+def test_predictor_features_use_sizes_only_when_every_model_has_one() -> None:
+    base = {
+        "k": 2,
+        "d": 2,
+        "l_T": 0,
+        "n_add": 1,
+        "r_math": 0.1,
+        "skeleton": "s",
+        "root_op": "+",
+        "generator_kind": "nl",
+    }
+    lms = pd.DataFrame([base | {"generator": "a", "extractor": "b", "generator_params": 0.1, "extractor_params": 0.2,
+                                "generator_family": "llama", "extractor_family": "qwen3"}])  # fmt: skip
+    numeric, categorical = analysis_features(lms)
+    assert {"generator_params", "extractor_params", "r_math", "l_T"} <= set(numeric)
+    assert "generator_family" in categorical and "generator" not in categorical
+    mixed = pd.concat([lms, lms.assign(generator="procedural", generator_params=float("nan"))])
+    numeric, categorical = analysis_features(mixed)
+    assert "generator_params" not in numeric and {"generator", "extractor"} <= set(categorical)

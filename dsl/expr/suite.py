@@ -4,7 +4,7 @@ For every cell ``k in [k_min, k_max]``, ``d in [d_min, d_max]`` all skeletons ar
 ``max_skeletons`` is subsampled uniformly with a seed derived from (domain, seed, k, d), keeping enumeration order.
 Each used skeleton gets ``instances`` distinct instantiations, instance ``j`` drawn from an RNG seeded by hashing
 (domain, seed, skeleton id, j). With the defaults the arithmetic suite has 490 skeletons and 2,450 expressions, as in
-the paper. ``python -m dsl.expr.suite OUT_DIR`` builds and writes the default suite.
+the paper. ``kt nl suite --output DIR`` builds and writes the default suite.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def load_suite(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     path = Path(directory)
     if not path.is_dir():
-        raise FileNotFoundError(f"suite directory {path} does not exist (build it with python -m dsl.expr.suite)")
+        raise FileNotFoundError(f"suite directory {path} does not exist (build it with `kt nl suite --output DIR`)")
     parquet_path = path / SUITE_PARQUET
     if not parquet_path.is_file():
         raise FileNotFoundError(f"{parquet_path} is missing: {path} is not a suite directory")

@@ -46,6 +46,7 @@ from eval.nl.oracle import judge_many
 from eval.rtce.generation import with_retries
 from eval.run_settings import check_settings
 from kt_train.generation import GenerationBackend, SamplingConfig
+from kt_train.models import ModelUnavailableError
 from tracegen.records import run_resumable
 
 logger = logging.getLogger(__name__)
@@ -116,14 +117,18 @@ def default_backend(participant: Participant, config: NLRunConfig) -> Generation
 
     assert participant.model is not None  # only language models get a backend
     template = {"enable_thinking": config.thinking}  # templates without the variable ignore it
-    if config.backend == "vllm":
+    try:
+        if config.backend == "vllm":
+            return get_backend(
+                "vllm", participant.model, adapter=participant.adapter, seed=config.seed, chat_template_kwargs=template
+            )
         return get_backend(
-            "vllm", participant.model, adapter=participant.adapter, seed=config.seed, chat_template_kwargs=template
-        )
-    return get_backend(
-        "transformers", participant.model, adapter=participant.adapter, dtype="float32", batch_size=config.batch_size,
-        chat_template_kwargs=template,
-    )  # fmt: skip
+            "transformers", participant.model, adapter=participant.adapter, dtype="float32",
+            batch_size=config.batch_size, chat_template_kwargs=template,
+        )  # fmt: skip
+    except OSError as exc:  # not found locally, and the hub is offline or has no such model
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelUnavailableError(f"cannot load {participant.model!r} ({participant.label}): {reason}") from exc
 
 
 def _hash_key(*parts: object) -> str:
@@ -199,13 +204,14 @@ def _participant_texts(
     info: dict[str, Any] = {"params_b": None, "family": None}
     if participant.kind == "lm":
         prompts = [prompt(item) for item in batch]
+        model = backend()  # a model that cannot be loaded stops the run: nothing is recorded for it
         try:
-            outputs = with_retries(backend().generate, prompts, sampling)
+            outputs = with_retries(model.generate, prompts, sampling)
             texts = [out[0] if out else None for out in outputs]
         except (RuntimeError, OSError) as exc:
             logger.error("generation failed for %d prompts: %s", len(prompts), exc)
             texts = [None] * len(prompts)
-        info = model_info(backend())
+        info = model_info(model)
     elif participant.kind == "file":
         texts = [imported.get(item["id"]) for item in batch]
     else:

@@ -139,6 +139,10 @@ def test_cli_errors_are_one_line(suite_dir: Path, tmp_path: Path, capsys: pytest
     argv = ["nl", "run", "--suite", str(tmp_path / "missing"), "--output", str(tmp_path / "o")]
     assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "bad"), "--quiet"]
+    assert kt_main([*argv, "--generators", "nosuch/model-xyz", "--extractors", "parser"]) == 2
+    assert "cannot load 'nosuch/model-xyz'" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "generations" / "model-xyz.jsonl").read_text()  # nothing recorded as "no output"
     argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "ok"), "--quiet"]
     assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser", "--max-expressions", "3"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["mean_cell"] == 100.0

@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dsl.expr.assembly import ASSEMBLY_OPERATORS, COLOURS, OBJECTS, leaf_words, parse_leaf_words
+from dsl.expr.assembly import COLOURS, OBJECTS, leaf_words, parse_leaf_words
+from dsl.expr.prompts import PLACEHOLDER, VARIABLE_NAME, placeholder
 from dsl.expr.tree import Node, leaf, op
 
 # Templates: "{0}", "{1}", "{2}" are the operands in argument order. Every operator of a domain has the same number of
@@ -225,14 +226,14 @@ def _parse(style: _Style, text: str) -> Node:
 
 # ---------------------------------------------------------------------------------------------------- the domains
 
-_VARIABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_VARIABLE = re.compile(VARIABLE_NAME)
 _ORDINAL_PATTERN = r"[A-Za-z]+(?:-[a-z]+)?"
 
 
 def _placeholder(value: str | int) -> str:
     if not isinstance(value, str) or not _VARIABLE.fullmatch(value):
         raise ValueError(f"{value!r} is not a variable name")
-    return "{" + value + "}"
+    return placeholder(value)
 
 
 def _arithmetic_leaf(value: str | int) -> str:
@@ -258,7 +259,7 @@ _ORDINAL_REF = rf"the ({_ORDINAL_PATTERN}) result"
 
 _ARITHMETIC = _Style(
     templates=ARITHMETIC_TEMPLATES,
-    leaf_pattern=r"\{[A-Za-z][A-Za-z0-9_]*\}|(?:negative )?[0-9]+",
+    leaf_pattern=rf"{PLACEHOLDER}|(?:negative )?[0-9]+",
     render_leaf=_arithmetic_leaf,
     parse_leaf=_parse_arithmetic_leaf,
     ref_pattern=_ORDINAL_REF,
@@ -270,7 +271,7 @@ _ARITHMETIC = _Style(
 )
 _LOGIC = _Style(
     templates=LOGIC_TEMPLATES,
-    leaf_pattern=r"\{[A-Za-z][A-Za-z0-9_]*\}",
+    leaf_pattern=PLACEHOLDER,
     render_leaf=_placeholder,
     parse_leaf=lambda text: text[1:-1],
     ref_pattern=_ORDINAL_REF,
@@ -316,17 +317,31 @@ def parse_logic_procedure(text: str) -> Node:
 
 def render_assembly(node: Node, rng: random.Random, template: int | None = None) -> str:
     """Numbered steps ("Step 1: Polish the red gear. Step 2: Mount the result of step 1 onto the blue plate.")."""
-    for current, _ in node.walk():
-        if not current.is_leaf and current.op in ASSEMBLY_OPERATORS:
-            arity = ASSEMBLY_OPERATORS[current.op].arity
-            if len(current.children) != arity:
-                raise ValueError(f"{current.op!r} takes {arity} parts, got {len(current.children)}")
     return _render(_ASSEMBLY, node, rng, template)
 
 
 def parse_assembly_procedure(text: str) -> Node:
     """Inverse of :func:`render_assembly`; ValueError on text no template produces."""
     return _parse(_ASSEMBLY, text)
+
+
+_STYLES = {"arithmetic": _ARITHMETIC, "logic": _LOGIC, "assembly": _ASSEMBLY}
+
+
+def _style(domain: str) -> _Style:
+    if domain not in _STYLES:
+        raise ValueError(f"no procedural style for domain {domain!r}; choose one of {sorted(_STYLES)}")
+    return _STYLES[domain]
+
+
+def render_procedure(node: Node, domain: str, rng: random.Random) -> str:
+    """The procedural word problem of `node` in `domain` (arithmetic, logic or assembly)."""
+    return _render(_style(domain), node, rng, None)
+
+
+def parse_procedure(text: str, domain: str) -> Node:
+    """Inverse of :func:`render_procedure`; ValueError on text no template of `domain` produces."""
+    return _parse(_style(domain), text)
 
 
 __all__ = [
@@ -338,7 +353,9 @@ __all__ = [
     "parse_arithmetic_procedure",
     "parse_assembly_procedure",
     "parse_logic_procedure",
+    "parse_procedure",
     "render_arithmetic",
     "render_assembly",
     "render_logic",
+    "render_procedure",
 ]

@@ -12,6 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ANSWER_PREFIX = "Expression:"
+VARIABLE_NAME = r"[A-Za-z][A-Za-z0-9_]*"  # a variable's name, as written inside a placeholder
+PLACEHOLDER = rf"\{{{VARIABLE_NAME}\}}"  # how word problems name a variable: {A}
+
+
+def placeholder(name: str) -> str:
+    """The placeholder of variable `name` in a word problem: ``{A}``."""
+    return "{" + name + "}"
 
 
 @dataclass(frozen=True)
@@ -162,11 +169,14 @@ def shot_expressions(domain: str) -> list[str]:
 
 __all__ = [
     "ANSWER_PREFIX",
+    "PLACEHOLDER",
     "PROMPTS",
+    "VARIABLE_NAME",
     "DomainPrompts",
     "Shot",
     "domain_prompts",
     "extractor_prompt",
     "generator_prompt",
+    "placeholder",
     "shot_expressions",
 ]

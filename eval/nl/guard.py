@@ -29,19 +29,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from dsl.expr.prompts import PLACEHOLDER, placeholder
+
 GUARD_VERDICTS = ("pass", "no_output", "leak", "paren_leak", "missing_placeholder", "degenerate")
 
-_PLACEHOLDER = r"\{[A-Za-z][A-Za-z0-9_]*\}"
 # A variable token: a capital letter that is a word on its own, or a placeholder.
-_VARIABLE = rf"(?:(?<![A-Za-z0-9_])[A-Z](?![A-Za-z0-9_])|{_PLACEHOLDER})"
-_OPERAND_BEFORE = rf"(?:[A-Za-z0-9)]|{_PLACEHOLDER})"
-_OPERAND_AFTER = rf"(?:[A-Za-z0-9(]|{_PLACEHOLDER})"
+_VARIABLE = rf"(?:(?<![A-Za-z0-9_])[A-Z](?![A-Za-z0-9_])|{PLACEHOLDER})"
+_OPERAND_BEFORE = rf"(?:[A-Za-z0-9)]|{PLACEHOLDER})"
+_OPERAND_AFTER = rf"(?:[A-Za-z0-9(]|{PLACEHOLDER})"
 _PAREN_OPEN = re.compile(rf"\([ \t]*{_VARIABLE}")
 _PAREN_CLOSE = re.compile(rf"{_VARIABLE}[ \t]*\)")
 # Strict mode: glyphs that never occur in plain prose, a minus between operand tokens, digit-adjacent parentheses.
 _STRICT_GLYPHS = re.compile(r"[×÷=^−]")
-_TOKEN_BEFORE = rf"(?:(?<![A-Za-z])[A-Za-z]|\d|\)|{_PLACEHOLDER})"
-_TOKEN_AFTER = rf"(?:[A-Za-z](?![A-Za-z])|\d|\(|{_PLACEHOLDER})"
+_TOKEN_BEFORE = rf"(?:(?<![A-Za-z])[A-Za-z]|\d|\)|{PLACEHOLDER})"
+_TOKEN_AFTER = rf"(?:[A-Za-z](?![A-Za-z])|\d|\(|{PLACEHOLDER})"
 _STRICT_MINUS = re.compile(rf"{_TOKEN_BEFORE}[ \t]*-[ \t]*{_TOKEN_AFTER}")
 _DIGIT_PARENS = re.compile(r"\([ \t]*\d|\d[ \t]*\)")
 _WORD = re.compile(r"\{\w+\}|[a-z0-9']+")
@@ -126,7 +127,7 @@ def has_paren_leak(text: str, config: GuardConfig = GuardConfig()) -> bool:
 
 def missing_placeholders(text: str, variables: Sequence[str]) -> tuple[str, ...]:
     """The variables (first-seen order, no repeats) whose ``{X}`` placeholder does not occur in the text."""
-    return tuple(name for name in dict.fromkeys(variables) if "{" + name + "}" not in text)
+    return tuple(name for name in dict.fromkeys(variables) if placeholder(name) not in text)
 
 
 def is_degenerate_repetition(text: str, ngram: int = 6, count: int = 3) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from dsl.expr.prompts import PLACEHOLDER
+
 _ADDITION = (
     "add adds added adding addition plus sum sums summed total totals totaled together combined combine combines "
     "altogether more increase increases increased increasing extra additional another gain gains gained raise raises "
@@ -39,7 +41,7 @@ ARITHMETIC_LEXICON: frozenset[str] = frozenset(
     " ".join((_ADDITION, _SUBTRACTION, _MULTIPLICATION, _DIVISION, _STRUCTURE)).split()
 )
 
-_PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
+_PLACEHOLDER = re.compile(PLACEHOLDER)
 _WORD = re.compile(r"[a-z]+")
 
 

@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsl.expr.domains import get_domain
+from dsl.expr.procedural import parse_procedure, render_procedure
 from dsl.expr.prompts import ANSWER_PREFIX
 from dsl.expr.serialize import parse_infix, parse_json_ast, parse_sexpr, to_infix, to_json_ast, to_sexpr
 from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
 
 Kind = Literal["lm", "file", "structured", "procedural", "parser"]
-STRUCTURED_GENERATORS = ("sexpr", "json")
-DETERMINISTIC_GENERATORS = (*STRUCTURED_GENERATORS, "procedural")
-DETERMINISTIC_EXTRACTORS = ("parser",)
+# the deterministic participants of each role and their kind
+GENERATOR_KINDS: dict[str, Kind] = {"sexpr": "structured", "json": "structured", "procedural": "procedural"}
+EXTRACTOR_KINDS: dict[str, Kind] = {"parser": "parser"}
 
 
 @dataclass(frozen=True)
@@ -55,15 +56,11 @@ def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Par
     spec = spec.strip()
     if not spec:
         raise ValueError(f"empty {role} spec")
-    deterministic = DETERMINISTIC_GENERATORS if role == "generator" else DETERMINISTIC_EXTRACTORS
-    if spec in deterministic:
-        kind: Kind = (
-            "structured" if spec in STRUCTURED_GENERATORS else ("procedural" if spec == "procedural" else "parser")
-        )
-        return Participant(spec, kind)
-    other = DETERMINISTIC_EXTRACTORS if role == "generator" else DETERMINISTIC_GENERATORS
+    own, other = (GENERATOR_KINDS, EXTRACTOR_KINDS) if role == "generator" else (EXTRACTOR_KINDS, GENERATOR_KINDS)
+    if spec in own:
+        return Participant(spec, own[spec])
     if spec in other:
-        raise ValueError(f"{spec!r} is not a {role}; deterministic {role}s: {', '.join(deterministic)}")
+        raise ValueError(f"{spec!r} is not a {role}; deterministic {role}s: {', '.join(own)}")
     label, sep, rest = spec.partition("=")
     if not sep:
         label, rest = "", spec
@@ -89,23 +86,14 @@ def deterministic_word_problem(participant: Participant, node: Node, domain: str
         return to_sexpr(node)
     if participant.label == "json":
         return to_json_ast(node)
-    from dsl.expr import procedural
-
-    render = {"arithmetic": procedural.render_arithmetic, "logic": procedural.render_logic}[domain]
-    return render(node, hashed_rng("procedural", seed, expr_id))
-
-
-def _procedure_parser(domain: str) -> Any:
-    from dsl.expr import procedural
-
-    return {"arithmetic": procedural.parse_arithmetic_procedure, "logic": procedural.parse_logic_procedure}[domain]
+    return render_procedure(node, domain, hashed_rng("procedural", seed, expr_id))
 
 
 def parser_extract(word_problem: str, domain: str) -> str | None:
     """The rule-based extractor: the first reading that parses (S-expression, JSON-AST, procedure, infix)."""
     syntax = get_domain(domain).syntax
     text = word_problem.strip()
-    readers = (parse_sexpr, parse_json_ast, _procedure_parser(domain), lambda t: parse_infix(t, syntax))
+    readers = (parse_sexpr, parse_json_ast, lambda t: parse_procedure(t, domain), lambda t: parse_infix(t, syntax))
     for read in readers:
         try:
             node = read(text)
@@ -133,9 +121,8 @@ def model_info(backend: Any) -> dict[str, Any]:
 
 
 __all__ = [
-    "DETERMINISTIC_EXTRACTORS",
-    "DETERMINISTIC_GENERATORS",
-    "STRUCTURED_GENERATORS",
+    "EXTRACTOR_KINDS",
+    "GENERATOR_KINDS",
     "Participant",
     "deterministic_word_problem",
     "model_info",

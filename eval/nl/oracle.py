@@ -30,8 +30,10 @@ import sympy
 from dsl.expr.arithmetic import to_sympy
 from dsl.expr.assembly import assembly_equivalent
 from dsl.expr.assembly import canonical as assembly_canonical
-from dsl.expr.logic import LOGIC_SYNTAX, logic_canonical, logic_equivalent
-from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr
+from dsl.expr.domains import get_domain
+from dsl.expr.logic import logic_canonical, logic_equivalent
+from dsl.expr.prompts import VARIABLE_NAME
+from dsl.expr.serialize import parse_infix, parse_sexpr
 from dsl.expr.tree import Node
 
 VERDICTS = ("correct", "wrong", "parse_error", "no_output")
@@ -44,7 +46,7 @@ _FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)\S*\s*$")
 _LATEX = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"), ("\\left", ""), ("\\right", ""))
 _LATEX_BRACKET = re.compile(r"\\([()\[\]])")
-_PLACEHOLDER = re.compile(r"\{\s*([A-Za-z][A-Za-z0-9_]*)\s*\}")
+_PLACEHOLDER = re.compile(rf"\{{\s*({VARIABLE_NAME})\s*\}}")  # {A}, tolerating spaces
 _LEADING_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*?\s*=(?![=>])\s*")
 _TRAILING_VALUE = re.compile(r"\s*(?<![<>=!])=(?![=>]).*$")
 _EDGE_JUNK = " \t*_\"'"
@@ -165,11 +167,7 @@ def _arithmetic_canonical(value: Any) -> str:
 
 
 def _parse_tree(domain: str, text: str) -> Node:
-    if domain == "arithmetic":
-        return parse_infix(text, ARITHMETIC)
-    if domain == "logic":
-        return parse_infix(text, LOGIC_SYNTAX)
-    return parse_sexpr(text)
+    return parse_sexpr(text) if domain == "assembly" else parse_infix(text, get_domain(domain).syntax)
 
 
 @lru_cache(maxsize=1 << 14)

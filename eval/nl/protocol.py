@@ -297,6 +297,11 @@ FEATURE_COLUMNS = (
 )  # fmt: skip
 
 
+def expression_features(columns: Sequence[str]) -> list[str]:
+    """The structural feature columns among `columns`: `FEATURE_COLUMNS` and the per-operator counts `n_<op>`."""
+    return [c for c in columns if c in FEATURE_COLUMNS or (c.startswith("n_") and c != "n_")]
+
+
 def build_results(
     rows: Sequence[dict[str, Any]],
     generations: dict[str, list[dict[str, Any]]],
@@ -312,7 +317,7 @@ def build_results(
     distinct = sorted({(a["completion"] or "", expressions[a["expr_id"]]["sexpr"]) for a in answers.values()})
     judged = dict(zip(distinct, judge_many(distinct, domain, workers, progress), strict=True))
     ext_info = {label: _participant_info(recs) for label, recs in extractions.items()}
-    feature_keys = [key for key in rows[0] if key in FEATURE_COLUMNS or key == "root_op" or key.startswith("n_")]
+    feature_keys = [*expression_features(list(rows[0])), "root_op"]
     out = []
     for generator, records in generations.items():
         gen_info = _participant_info(records)
@@ -348,7 +353,7 @@ def analysis_features(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     Model sizes and families are used, as in the paper, when every NL round trip has them; when some participant has
     none (a deterministic or imported one), the models enter by name instead, so no round trip is left out.
     """
-    numeric = [c for c in frame.columns if c in FEATURE_COLUMNS or (c.startswith("n_") and c != "n_")]
+    numeric = expression_features(list(frame.columns))
     if "r_math" in frame and frame["r_math"].notna().any():
         numeric.append("r_math")
     nl = frame[frame["generator_kind"] == "nl"] if "generator_kind" in frame else frame

@@ -20,6 +20,7 @@ from tracegen.records import run_resumable
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K", float, int)
 
 
 def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s: float = 5.0) -> T:
@@ -33,6 +34,11 @@ def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s
             logger.warning("generation failed (%s); retry %d of %d in %.0f s", exc, attempt + 1, retries, backoff_s)
             time.sleep(backoff_s)
     raise AssertionError("unreachable")
+
+
+def grouped(items: Sequence[T], key: Callable[[T], K]) -> list[tuple[K, list[T]]]:
+    """`items` grouped by `key` (smallest key first, item order kept): one generate call per sampling setting."""
+    return [(value, [item for item in items if key(item) == value]) for value in sorted({key(i) for i in items})]
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,8 @@ def generate_rows(
 
     def process(batch: Sequence[tuple[float, RTCEItem]]) -> list[dict[str, Any]]:
         rows = []
-        for temperature in sorted({t for t, _ in batch}):
-            group = [item for t, item in batch if t == temperature]
+        for temperature, pairs in grouped(batch, lambda work_item: work_item[0]):
+            group = [item for _, item in pairs]
             params = dataclasses.replace(sampling, temperature=temperature)
             start = time.perf_counter()
             try:
@@ -101,4 +107,4 @@ def generate_rows(
     return run_resumable(path, work, key, process, batch_size, progress, f"generate {spec.label}")
 
 
-__all__ = ["ModelSpec", "completion_key", "generate_rows", "with_retries"]
+__all__ = ["ModelSpec", "completion_key", "generate_rows", "grouped", "with_retries"]

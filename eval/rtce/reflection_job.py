@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.rtce.generation import grouped
 from eval.rtce.items import RTCEItem
 from eval.rtce.reflection import ReflectionConfig, reflect
 from kt_train.generation import GenerationBackend, SamplingConfig
@@ -29,8 +30,7 @@ def run_reflection(
 
     def process(batch: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         records = []
-        for temperature in sorted({row["temperature"] for row in batch}):
-            group = [row for row in batch if row["temperature"] == temperature]
+        for temperature, group in grouped(batch, lambda row: row["temperature"]):
             params = dataclasses.replace(sampling, temperature=temperature, n=1)
             drafts = [row["completions"][0] if row["completions"] else None for row in group]
             results = reflect([items[row["id"]] for row in group], drafts, backend(), params, config, progress=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.answers import extract_answer
-from eval.rtce.generation import with_retries
+from eval.rtce.generation import grouped, with_retries
 from eval.rtce.reflection import ReflectionConfig, repair_prompt
 from kt_train.generation import GenerationBackend, SamplingConfig
 from tracegen.records import run_resumable
@@ -41,10 +41,8 @@ def repair_rows(
         repaired: dict[tuple[str, int], str | None] = {}
         if asks:
             prompts = [repair_prompt(row["completions"][i], config) for row, i in asks]
-            for budget in sorted({tokens for _, tokens in prompts}):
-                group = [
-                    (ask, prompt) for ask, (prompt, tokens) in zip(asks, prompts, strict=True) if tokens == budget
-                ]
+            for budget, pairs in grouped(list(zip(asks, prompts, strict=True)), lambda pair: pair[1][1]):
+                group = [(ask, prompt) for ask, (prompt, _) in pairs]
                 params = dataclasses.replace(sampling, temperature=0.0, n=1, max_new_tokens=budget)
                 outputs = with_retries(backend().generate, [p for _, p in group], params)
                 for ((row, i), _), out in zip(group, outputs, strict=True):

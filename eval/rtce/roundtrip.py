@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.answers import extract_answer
-from eval.rtce.generation import with_retries
+from eval.rtce.generation import grouped, with_retries
 from eval.rtce.items import RTCEItem
 from kt_train.generation import GenerationBackend, SamplingConfig
 from tracegen.algorithms import get_algorithm
@@ -72,8 +72,7 @@ def run_roundtrips(
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         asked = [c for c in batch if c["z_hat_found"]]
         texts: dict[str, str | None] = {}
-        for temperature in sorted({c["temperature"] for c in asked}):
-            group = [c for c in asked if c["temperature"] == temperature]
+        for temperature, group in grouped(asked, lambda case: case["temperature"]):
             params = dataclasses.replace(sampling, temperature=temperature, n=1)
             prompts = [roundtrip_prompt(items[c["item"]], c["z_hat"]) for c in group]
             outputs = with_retries(backend().generate, prompts, params)

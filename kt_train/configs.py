@@ -1,6 +1,7 @@
-"""Training configs: TRL's SFTConfig with W&B fields and faster CPU defaults; the recipes' common data arguments.
+"""Training configs: TRL's SFTConfig and GRPOConfig with W&B fields and faster CPU defaults; the recipes' common
+data arguments.
 
-Recipes parse `(their ScriptArguments, SFTConfig, ModelConfig)` with `trl.TrlParser`, so a YAML recipe may hold any
+Recipes parse `(their ScriptArguments, SFTConfig or GRPOConfig, ModelConfig)` with `trl.TrlParser`, so a YAML recipe may hold any
 key of the three; an unknown key fails loudly (TrlParser's default).
 """
 
@@ -15,8 +16,8 @@ from kt_train.models import DEFAULT_MODEL
 
 
 @dataclass
-class SFTConfig(trl.SFTConfig):
-    """trl.SFTConfig plus W&B naming (open-r1's fields). Defaults differ from TRL's where speed allows (see below).
+class RunFields:
+    """What kt-train adds to TRL's trainer configs: W&B naming (open-r1's fields) and CPU-aware defaults.
 
     On a machine without a GPU, `use_cpu` is set (accelerate then uses gloo, so ZeRO-3 really runs on several CPU
     processes) and `bf16` is off unless asked for (TRL turns it on by default).
@@ -47,7 +48,29 @@ class SFTConfig(trl.SFTConfig):
             self.use_cpu = True
             if self.bf16 is None and not self.fp16:
                 self.bf16 = False
+        super().__post_init__()  # type: ignore[misc]
+
+
+@dataclass
+class SFTConfig(RunFields, trl.SFTConfig):
+    """trl.SFTConfig with kt-train's W&B fields and CPU-aware defaults (`RunFields`)."""
+
+
+@dataclass
+class GRPOConfig(RunFields, trl.GRPOConfig):
+    """trl.GRPOConfig with kt-train's W&B fields and CPU-aware defaults (`RunFields`).
+
+    Generation: vLLM when `use_vllm` (GPU only; `vllm_mode: colocate` shares the training GPUs), else the policy's
+    own transformers `generate`, which is what runs on CPU. `use_vllm` without a GPU is a config error.
+    """
+
+    def __post_init__(self) -> None:
+        if self.use_vllm and not torch.cuda.is_available():
+            raise ValueError("use_vllm needs a CUDA GPU (vLLM cannot run on CPU); set use_vllm: false")
         super().__post_init__()
+
+
+TrainingConfig = SFTConfig | GRPOConfig
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Training configs: TRL's SFTConfig and GRPOConfig with W&B fields and faster CPU defaults; the recipes' common
 data arguments.
 
-Recipes parse `(their ScriptArguments, SFTConfig or GRPOConfig, ModelConfig)` with `trl.TrlParser`, so a YAML recipe may hold any
-key of the three; an unknown key fails loudly (TrlParser's default).
+Recipes parse `(their ScriptArguments, SFTConfig or GRPOConfig, ModelConfig)` with `trl.TrlParser`, so a YAML recipe
+may hold any key of the three; an unknown key fails loudly (TrlParser's default).
 """
 
 from __future__ import annotations

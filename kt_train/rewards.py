@@ -13,8 +13,8 @@ name TRL logs, `rewards/<name>/mean`). It:
   crashes a training run;
 - returns None (`SKIPPED`: TRL ignores it) for rows it does not apply to, so that several rewards can share a mixed
   dataset;
-- logs the share of each verdict among the rows it scored (`<name>/<verdict>`, through `log_metric`) and each completion's verdict (a column of
-  the completions table, through `log_extra`).
+- logs the share of each verdict among the rows it scored (`<name>/<verdict>`, through `log_metric`) and each
+  completion's verdict (a column of the completions table, through `log_extra`).
 
 Rewards that run model-written code or decode model-written data do it in a `SandboxPool` (`PooledReward`): every
 completion is a sandbox job with its own wall-clock, CPU and memory limits, all of a batch run at once on the pool's

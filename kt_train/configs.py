@@ -7,6 +7,7 @@ may hold any key of the three; an unknown key fails loudly (TrlParser's default)
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import torch
@@ -102,3 +103,43 @@ class DataArguments:
 def model_name(model_args: trl.ModelConfig) -> str:
     """The model to train: `model_name_or_path`, else the embedded default."""
     return model_args.model_name_or_path or DEFAULT_MODEL
+
+
+@dataclass
+class GRPOScriptArguments(DataArguments):
+    """The rewards of a GRPO recipe (open-r1's `reward_funcs`), their options and a prompt-length filter."""
+
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["format"],
+        metadata={"help": "reward names (kt_train.rewards registry: format, kt_compression, rtce_answer, ...)"},
+    )
+    reward_options: dict | str | None = field(
+        default=None,
+        metadata={"help": "options per reward, e.g. {kt_compression: {prior: gzip}} (YAML mapping or JSON text)"},
+    )
+    max_prompt_tokens: int | None = field(
+        default=None, metadata={"help": "drop rows whose prompt has more tokens than this (None: keep every row)"}
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={
+            "help": "a saved LoRA adapter of the base model (e.g. an SFT run's output_dir) merged into it before GRPO "
+            "trains a new adapter (None: start from the base)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.reward_options, str):
+            try:
+                self.reward_options = json.loads(self.reward_options)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"reward_options is not valid JSON: {exc}") from exc
+        if self.reward_options is not None and not (
+            isinstance(self.reward_options, dict) and all(isinstance(v, dict) for v in self.reward_options.values())
+        ):
+            raise ValueError("reward_options must map reward names to mappings of options")
+        if not self.reward_funcs:
+            raise ValueError("reward_funcs must name at least one reward")
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
+            raise ValueError("max_prompt_tokens must be >= 1")

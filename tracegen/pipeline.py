@@ -64,34 +64,47 @@ def _stage(directory: Path, build: Callable[[], Any]) -> None:
         build()
 
 
+def build_rtce_benchmark(
+    output_dir: Path | str, settings: CorpusSettings | None = None, progress: bool = True
+) -> tuple[Path, Path]:
+    """The first stages of the default corpus under `output_dir`: the benchmark and the held-out ids (what GRPO
+    needs); return their paths. Built once, reused after."""
+    from tracegen.benchmark import CORPUS_FILE, build_benchmark
+
+    settings = settings or CorpusSettings()
+    root = Path(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    benchmark = root / "benchmark"
+    _stage(benchmark, lambda: build_benchmark(benchmark, settings.seed, settings.num_inputs, progress=progress))
+    eval_ids_path = root / EVAL_IDS_FILE
+    if not eval_ids_path.is_file():
+        items = json.loads((benchmark / CORPUS_FILE).read_text(encoding="utf-8"))
+        eval_ids = choose_eval_ids(items, settings.eval_fraction, settings.seed)
+        eval_ids_path.write_text(json.dumps(eval_ids, indent=1) + "\n", encoding="utf-8")
+    if not (root / "settings.json").is_file():
+        (root / "settings.json").write_text(json.dumps(asdict(settings), indent=2) + "\n", encoding="utf-8")
+    return benchmark, eval_ids_path
+
+
 def build_rtce_sft_corpus(
     output_dir: Path | str, settings: CorpusSettings | None = None, workers: int | None = None, progress: bool = True
 ) -> Path:
     """Build (or finish, or reuse) the corpus under `output_dir`; return `output_dir`."""
-    from tracegen.benchmark import CORPUS_FILE, build_benchmark
     from tracegen.sft_data import build_sft_data
     from tracegen.traces import collect_traces
     from tracegen.translate import translate_traces
 
     settings = settings or CorpusSettings()
     root = Path(output_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    benchmark, traces, translations, sft = (root / n for n in ("benchmark", "traces", "translations", "sft"))
-    _stage(benchmark, lambda: build_benchmark(benchmark, settings.seed, settings.num_inputs, progress=progress))
+    benchmark, eval_ids_path = build_rtce_benchmark(root, settings, progress)
+    traces, translations, sft = (root / n for n in ("traces", "translations", "sft"))
     _stage(traces, lambda: collect_traces(benchmark, traces, workers=workers, progress=progress))
     _stage(
         translations,
         lambda: translate_traces(traces, translations, progress=progress, max_steps=settings.template_max_steps),
     )
-    eval_ids_path = root / EVAL_IDS_FILE
-    if not eval_ids_path.is_file():
-        items = json.loads((benchmark / CORPUS_FILE).read_text(encoding="utf-8"))
-        eval_ids = choose_eval_ids(items, settings.eval_fraction, settings.seed)
-        eval_ids_path.write_text(json.dumps(eval_ids, indent=1) + "\n", encoding="utf-8")
     _stage(sft, lambda: build_sft_data(translations, sft, benchmark_dir=benchmark, eval_ids=eval_ids_path))
-    if not (root / "settings.json").is_file():
-        (root / "settings.json").write_text(json.dumps(asdict(settings), indent=2) + "\n", encoding="utf-8")
     return root
 
 
-__all__ = ["EVAL_IDS_FILE", "CorpusSettings", "build_rtce_sft_corpus", "choose_eval_ids"]
+__all__ = ["EVAL_IDS_FILE", "CorpusSettings", "build_rtce_benchmark", "build_rtce_sft_corpus", "choose_eval_ids"]

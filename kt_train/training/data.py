@@ -79,8 +79,9 @@ def to_prompt_completion(dataset: Dataset) -> Dataset:
 
 
 def chat_token_count(row: dict[str, Any], tokenizer: Any) -> int:
-    """Tokens of a prompt/completion row as the chat template renders it for training."""
-    ids = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
+    """Tokens of a prompt/completion row as the chat template renders it for training (a prompt-only row, as GRPO
+    trains on: its prompt)."""
+    ids = tokenizer.apply_chat_template(row["prompt"] + row.get("completion", []), tokenize=True)
     if hasattr(ids, "keys"):  # a BatchEncoding in recent transformers
         ids = ids["input_ids"]
     return len(ids)

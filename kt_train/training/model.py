@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 from trl import ModelConfig, get_quantization_config
 
-from kt_train.configs import SFTConfig, model_name
+from kt_train.configs import TrainingConfig, model_name
 from kt_train.models import get_tokenizer, resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def model_dtype(model_args: ModelConfig) -> Any:
     return getattr(torch, model_args.dtype)
 
 
-def get_training_tokenizer(model_args: ModelConfig, training_args: SFTConfig) -> PreTrainedTokenizerBase:
+def get_training_tokenizer(model_args: ModelConfig, training_args: TrainingConfig) -> PreTrainedTokenizerBase:
     """The model's tokenizer with a pad token and its own chat template, unless the config overrides it with
     `chat_template_path`: a .jinja file is applied here (so lengths are measured with it), a model folder or hub id
     is cloned by TRL's SFTTrainer."""
@@ -39,7 +39,7 @@ def get_training_tokenizer(model_args: ModelConfig, training_args: SFTConfig) ->
     return tokenizer
 
 
-def get_training_model(model_args: ModelConfig, training_args: SFTConfig) -> PreTrainedModel:
+def get_training_model(model_args: ModelConfig, training_args: TrainingConfig) -> PreTrainedModel:
     """Load the base model (4-bit or 8-bit when asked: QLoRA); TRL adds the LoRA adapter from `get_peft_config`."""
     quantization_config = get_quantization_config(model_args)
     model = AutoModelForCausalLM.from_pretrained(
@@ -55,6 +55,17 @@ def get_training_model(model_args: ModelConfig, training_args: SFTConfig) -> Pre
     if quantization_config is not None:
         keep_4bit_trainable(model)
     return model
+
+
+def merge_adapter(model: PreTrainedModel, adapter: str) -> PreTrainedModel:
+    """`model` with the LoRA adapter saved in `adapter` merged into its weights (a later adapter trains on top)."""
+    from peft import PeftModel
+
+    if not os.path.isfile(os.path.join(adapter, "adapter_config.json")):
+        raise FileNotFoundError(f"init_adapter {adapter}: no adapter_config.json (not a saved LoRA adapter)")
+    if getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False):
+        raise ValueError("init_adapter cannot be merged into a quantized model; merge it first, then quantize")
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
 
 
 def _kbit_device_map() -> dict[str, int] | None:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kt_train.configs import SFTConfig
+from kt_train.configs import TrainingConfig
 
 _WANDB_HOST = "api.wandb.ai"
 
@@ -22,7 +22,7 @@ def logged_in() -> bool:
         return False
 
 
-def reports_to_wandb(training_args: SFTConfig) -> bool:
+def reports_to_wandb(training_args: TrainingConfig) -> bool:
     report_to = training_args.report_to
     return report_to == "wandb" or report_to == "all" or (isinstance(report_to, list) and "wandb" in report_to)
 
@@ -36,7 +36,7 @@ def start_wandb_run(project: str, directory: Path | str, config: dict[str, Any],
     return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type)
 
 
-def init_wandb_training(training_args: SFTConfig) -> Path | None:
+def init_wandb_training(training_args: TrainingConfig) -> Path | None:
     """Set the WANDB_* environment for the Trainer's W&B callback; return the W&B directory (None: W&B is off).
 
     Offline (WANDB_MODE=offline) when `wandb_offline` is True, or when it is None and nobody is logged in; an

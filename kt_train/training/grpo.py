@@ -1,0 +1,92 @@
+"""One GRPO run with verifiable rewards (the body every GRPO recipe shares), in open-r1's shape.
+
+Prompt rows (a conversational `prompt` plus the columns the rewards read) are length-filtered and sampled as the
+data arguments say; every reward checks its columns before any compute. The model is loaded as for SFT (full, LoRA
+or QLoRA from TRL's ModelConfig keys; `init_adapter`, e.g. an SFT adapter, merged in first) and trained with TRL's
+GRPOTrainer, which generates `num_generations` completions per prompt (vLLM when `use_vllm`, on GPUs; the policy's
+own `generate` otherwise, as on CPU), scores them with the rewards and logs `rewards/<name>/mean` and each reward's
+verdict shares. The run resumes from the last checkpoint in `output_dir` and saves what an SFT run saves
+(`kt_train.training.lifecycle`); the rewards' sandbox pools are stopped at the end, even on failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from datasets import Dataset
+from trl import GRPOTrainer, ModelConfig, get_peft_config
+
+from kt_train.configs import GRPOConfig, GRPOScriptArguments
+from kt_train.rewards import Reward, get_reward_funcs
+from kt_train.training.data import drop_longer_than, take_samples
+from kt_train.training.lifecycle import TrainingRun, finish_run, start_run
+from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer, merge_adapter
+
+logger = logging.getLogger(__name__)
+
+
+def prepare_prompts(
+    dataset: Dataset, script_args: GRPOScriptArguments, training_args: GRPOConfig, tokenizer: Any
+) -> tuple[Dataset, int]:
+    """Rows with a `prompt`, those over `max_prompt_tokens` dropped, then sampled; also the rows dropped."""
+    if "prompt" not in dataset.column_names:
+        raise ValueError(f"GRPO needs a `prompt` column, got {dataset.column_names}")
+    dropped = 0
+    if script_args.max_prompt_tokens is not None:
+        dataset, dropped = drop_longer_than(dataset, tokenizer, script_args.max_prompt_tokens)
+        if dropped:
+            logger.info("dropped %d prompts over %d tokens", dropped, script_args.max_prompt_tokens)
+    dataset = take_samples(dataset, script_args.max_train_samples, training_args.seed)
+    if len(dataset) == 0:
+        raise ValueError(f"no prompts left (max_prompt_tokens={script_args.max_prompt_tokens})")
+    return dataset, dropped
+
+
+def reward_funcs_for(script_args: GRPOScriptArguments, column_names: Sequence[str]) -> list[Reward]:
+    """The configured rewards, each checked against the dataset's columns (ValueError, one line, if one is missing)."""
+    rewards = get_reward_funcs(script_args.reward_funcs, script_args.reward_options)  # type: ignore[arg-type]
+    for reward in rewards:
+        reward.check_columns(column_names)
+    return rewards
+
+
+def run_grpo(
+    dataset: Dataset,
+    script_args: GRPOScriptArguments,
+    training_args: GRPOConfig,
+    model_args: ModelConfig,
+    *,
+    dataset_name: str,
+    tags: Sequence[str] = (),
+) -> TrainingRun:
+    """Train on the prompts of `dataset` with the configured rewards into `training_args.output_dir`."""
+    rewards = reward_funcs_for(script_args, dataset.column_names)
+    try:
+        checkpoint = start_run(training_args)
+        tokenizer = get_training_tokenizer(model_args, training_args)
+        train_dataset, dropped = prepare_prompts(dataset, script_args, training_args, tokenizer)
+        model = get_training_model(model_args, training_args)
+        if script_args.init_adapter is not None:
+            model = merge_adapter(model, script_args.init_adapter)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=list(rewards),
+            args=training_args,
+            train_dataset=train_dataset,
+            processing_class=tokenizer,
+            peft_config=get_peft_config(model_args),
+        )
+        check_trainable(trainer.model)
+        result = trainer.train(resume_from_checkpoint=checkpoint)
+        metrics = {**result.metrics, "train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
+        return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
+    finally:
+        for reward in rewards:
+            close = getattr(reward, "close", None)
+            if close is not None:
+                close()
+
+
+__all__ = ["prepare_prompts", "reward_funcs_for", "run_grpo"]

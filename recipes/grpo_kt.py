@@ -73,5 +73,7 @@ def main(script_args: KTGRPOScriptArguments, training_args: GRPOConfig, model_ar
              tags=["kt", "grpo"])  # fmt: skip
 
 
+SCRIPT_ARGUMENTS, TRAINING_CONFIG = KTGRPOScriptArguments, GRPOConfig
+
 if __name__ == "__main__":
-    sys.exit(launch(main, KTGRPOScriptArguments, training_config=GRPOConfig))
+    sys.exit(launch(main, SCRIPT_ARGUMENTS, training_config=TRAINING_CONFIG))

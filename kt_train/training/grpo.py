@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
@@ -23,6 +24,7 @@ from kt_train.rewards import Reward, get_reward_funcs
 from kt_train.training.data import drop_longer_than, take_samples
 from kt_train.training.lifecycle import TrainingRun, finish_run, start_run
 from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer, merge_adapter
+from kt_train.training.report import wandb_runs
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,26 @@ def reward_funcs_for(script_args: GRPOScriptArguments, column_names: Sequence[st
     for reward in rewards:
         reward.check_columns(column_names)
     return rewards
+
+
+def reward_means(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The last logged mean of every reward (`rewards/<name>/mean`), by reward name."""
+    means = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            if key.startswith("rewards/") and key.endswith("/mean"):
+                means[key.split("/")[1]] = float(value)
+    return means
+
+
+def print_summary(run: TrainingRun, output_dir: str) -> None:
+    """Where the adapter and the W&B runs are, and the rewards last logged."""
+    means = reward_means(run.trainer.state.log_history)
+    print(f"saved to {output_dir}; last logged rewards: "
+          + (", ".join(f"{name} {value:.3f}" for name, value in sorted(means.items())) or "none"))  # fmt: skip
+    runs = wandb_runs(Path(output_dir))
+    if runs:
+        print(f"W&B runs (sync with `wandb sync DIR` when offline): {', '.join(map(str, runs))}")
 
 
 def run_grpo(
@@ -81,7 +103,10 @@ def run_grpo(
         check_trainable(trainer.model)
         result = trainer.train(resume_from_checkpoint=checkpoint)
         metrics = {**result.metrics, "train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
-        return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
+        run = finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
+        if trainer.accelerator.is_main_process:
+            print_summary(run, training_args.output_dir)
+        return run
     finally:
         for reward in rewards:
             close = getattr(reward, "close", None)
@@ -89,4 +114,4 @@ def run_grpo(
                 close()
 
 
-__all__ = ["prepare_prompts", "reward_funcs_for", "run_grpo"]
+__all__ = ["prepare_prompts", "print_summary", "reward_funcs_for", "reward_means", "run_grpo"]

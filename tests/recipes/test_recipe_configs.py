@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+import torch
 import yaml
 
-from kt_train.training.launch import recipe_parser
+from kt_train.configs import SFTConfig
+from kt_train.rewards import get_reward_funcs
+from kt_train.training.launch import launch, recipe_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "recipes").glob("*/*/config_*.yaml"))
@@ -30,37 +34,56 @@ def load_recipe(task: str) -> ModuleType:
     return module
 
 
-def script_arguments(config: Path) -> type:
-    return load_recipe(config.parent.name).SCRIPT_ARGUMENTS
+def parser_for(config: Path) -> Any:
+    """The recipe's parser: its script arguments with its training config (SFTConfig unless it says otherwise)."""
+    recipe = load_recipe(config.parent.name)
+    return recipe_parser(recipe.SCRIPT_ARGUMENTS, getattr(recipe, "TRAINING_CONFIG", SFTConfig))
 
 
 def test_there_are_configs_for_every_recipe() -> None:
     tasks = {c.parent.name for c in CONFIGS}
-    recipes = {p.stem for p in (ROOT / "recipes").glob("sft_*.py")}
+    recipes = {p.stem for p in (ROOT / "recipes").glob("*.py")}
     assert recipes and tasks == recipes
     assert (ROOT / "recipes/QwQ-32B/sft_rtce/config_paper.yaml") in CONFIGS
     assert (ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml") in CONFIGS
+    for task in ("grpo_kt", "grpo_rtce"):
+        assert (ROOT / f"recipes/smollm2-135m/{task}/config_cpu.yaml") in CONFIGS
+        assert (ROOT / f"recipes/Llama-3.1-8B-Instruct/{task}/config_zero3.yaml") in CONFIGS
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(ROOT / "recipes")))
 def test_recipe_yaml_parses(config: Path) -> None:
     values = yaml.safe_load(config.read_text())
-    # GPU configs (bf16) are parsed here on a CPU machine: transformers only accepts bf16 on CPU with use_cpu.
+    # GPU configs (bf16) are parsed here on a CPU machine: transformers only accepts bf16 on CPU with use_cpu, and
+    # vLLM needs a GPU (checked on its own below).
     extra = ["--use_cpu", "true"] if values.get("bf16") else []
-    _, training_args, model_args = recipe_parser(script_arguments(config)).parse_args_and_config(
+    extra += ["--use_vllm", "false"] if values.get("use_vllm") else []
+    script_args, training_args, model_args = parser_for(config).parse_args_and_config(
         ["--config", str(config), *extra]
     )
     assert training_args.output_dir == values["output_dir"]
     assert model_args.model_name_or_path == values["model_name_or_path"]
     if values.get("use_peft"):
         assert model_args.use_peft and model_args.lora_r == values["lora_r"]
+    if "reward_funcs" in values:  # GRPO: every reward exists and takes its options; one weight per reward
+        rewards = get_reward_funcs(script_args.reward_funcs, script_args.reward_options)
+        assert len(rewards) == len(training_args.reward_weights or rewards)
+        assert training_args.generation_batch_size % training_args.num_generations == 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+@pytest.mark.parametrize("task", ["grpo_kt", "grpo_rtce"])
+def test_vllm_config_without_a_gpu_is_one_error_line(task: str, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = load_recipe(task)
+    config = ROOT / f"recipes/Llama-3.1-8B-Instruct/{task}/config_zero3.yaml"
+    argv = ["--config", str(config), "--use_cpu", "true"]
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv, training_config=recipe.TRAINING_CONFIG) == 2
+    assert "use_vllm needs a CUDA GPU" in capsys.readouterr().err
 
 
 def test_paper_config_matches_appendix_d() -> None:
     config = ROOT / "recipes/QwQ-32B/sft_rtce/config_paper.yaml"
-    _, training, model = recipe_parser(script_arguments(config)).parse_args_and_config(
-        ["--config", str(config), "--use_cpu", "true"]
-    )
+    _, training, model = parser_for(config).parse_args_and_config(["--config", str(config), "--use_cpu", "true"])
     assert (model.lora_r, model.lora_target_modules) == (8, "all-linear")
     assert (training.num_train_epochs, training.per_device_train_batch_size) == (3, 1)
     assert (training.gradient_accumulation_steps, training.learning_rate) == (8, 1e-4)
@@ -72,7 +95,7 @@ def test_unknown_yaml_key_fails(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("output_dir: out\nlora_rank: 8\n")  # TRL's key is lora_r
     with pytest.raises(ValueError, match="lora_rank"):
-        recipe_parser(script_arguments(CONFIGS[0])).parse_args_and_config(["--config", str(config)])
+        parser_for(CONFIGS[0]).parse_args_and_config(["--config", str(config)])
 
 
 def test_broken_config_gives_one_error_line(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """SeqCoder training pairs (KT paper §4): a sequence in, the DSL program that prints it out, as chat rows.
 
-The same prompt is used for training (`to_seqcoder_chat`) and evaluation, so scores are comparable.
+The same prompt is used for training (`to_seqcoder_chat`, GRPO: `to_seqcoder_rl_row`) and evaluation, so scores are
+comparable.
 """
 
 from __future__ import annotations
@@ -12,6 +13,16 @@ from typing import Any
 PROMPT = (
     "Write the shortest program in the KT sequence DSL whose `output` is exactly this sequence of integers. "
     "Answer with the program only, one assignment per line.\n\nSequence: {sequence}"
+)
+
+_NAME = r"[A-Za-z_]\w*"
+_COMMENT = r"(?:[ \t]*#[^\n]*)?"  # `kt dsl render --values` writes `# [values]` after a line
+_LINE_END = rf"{_COMMENT}[ \t]*\n(?:[ \t]*\n)*"
+# A completion that is only a DSL program: `name = function(literals and names)` lines, then `output = name` last
+# (the shape `dsl.parser` accepts; the parser still checks functions, arity and argument kinds).
+DSL_FORMAT_PATTERN = (
+    rf"(?:[ \t]*{_NAME}[ \t]*=[ \t]*{_NAME}[ \t]*\([^()\n#]*\){_LINE_END})+"
+    rf"[ \t]*output[ \t]*=[ \t]*{_NAME}{_COMMENT}"
 )
 
 
@@ -28,6 +39,17 @@ def to_seqcoder_chat(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def to_seqcoder_rl_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A corpus or evaluation-set row (`sequence`) as a GRPO row: the prompt, the sequence `kt_compression_reward`
+    checks and the `format_pattern` of `format_reward`."""
+    sequence = [int(v) for v in row["sequence"]]
+    return {
+        "prompt": [{"role": "user", "content": seqcoder_prompt(sequence)}],
+        "sequence": sequence,
+        "format_pattern": DSL_FORMAT_PATTERN,
+    }
+
+
 def build_kt_corpus(output: Path, num_pairs: int, seed: int, workers: int = 1, progress: bool = True) -> Path:
     """The deduplicated program-sequence corpus of `num_pairs` pairs (cached: a finished corpus is reused)."""
     from dsl.corpus import CorpusRequest, generate_corpus
@@ -41,4 +63,11 @@ def build_kt_corpus(output: Path, num_pairs: int, seed: int, workers: int = 1, p
     return output
 
 
-__all__ = ["PROMPT", "build_kt_corpus", "seqcoder_prompt", "to_seqcoder_chat"]
+__all__ = [
+    "DSL_FORMAT_PATTERN",
+    "PROMPT",
+    "build_kt_corpus",
+    "seqcoder_prompt",
+    "to_seqcoder_chat",
+    "to_seqcoder_rl_row",
+]

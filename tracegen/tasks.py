@@ -89,6 +89,17 @@ GIVEN_LABELS = {
     Task.INPUT_PRED_INV: "Return value of main_solution",
 }
 ANSWER_FORMAT = '[ANSWER]\n{"output": <your answer>}\n[/ANSWER]'
+ROUNDTRIP_TASK = "roundtrip"  # the round trip in one prompt (GRPO): the encoding of x and its decoding, together
+ROUNDTRIP_INSTRUCTION = (
+    "You are given an encoder and its decoder, two Python functions both named `main_solution`, and an input "
+    "string. First predict the exact value that the encoder returns for this input. Then run the decoder on YOUR "
+    "predicted value (not on the input) and predict the exact string it returns. "
+    f"{_STEP_BY_STEP}"
+)
+ROUNDTRIP_FORMAT = (
+    '[ANSWER]\n{"output": <encoded value>, "decoded": <the string the decoder returns for that encoded value>}\n'
+    "[/ANSWER]"
+)
 
 
 @dataclass(frozen=True)
@@ -188,6 +199,29 @@ def _example_block(algorithm: Algorithm, task: Task, example: _Example) -> str:
     )
 
 
+def roundtrip_prompt(algorithm: Algorithm, x: str, freq: dict[str, int] | None) -> str:
+    """The round trip in one prompt: encoder and decoder sources, one worked example, x; the answer holds the model's
+    encoding z^ (`output`) and its decoding of z^ (`decoded`) in one `[ANSWER]` block (`ROUNDTRIP_FORMAT`)."""
+    example = worked_example(algorithm, Task.OUTPUT_PRED)
+    decoded = safe_decode(algorithm, algorithm.encode(EXAMPLE_INPUT), example.freq)
+    note = ""
+    if algorithm.needs_freq:
+        note = f" (for this example FREQ_DICT is {example.freq!r}, built from the example's own string)"
+    parts = [
+        ROUNDTRIP_INSTRUCTION,
+        f"Encoder:\n[PYTHON]\n{algorithm.encoder_source(freq).rstrip()}\n[/PYTHON]",
+        f"Decoder:\n[PYTHON]\n{algorithm.decoder_source(freq).rstrip()}\n[/PYTHON]",
+        f"The encoded value is a JSON value of type {type_name(example.answer)} and the decoded value a string. Put "
+        'both in [ANSWER] and [/ANSWER] tags as {"output": <encoded value>, "decoded": <decoded string>}, following '
+        "the example.",
+        f"Worked example{note}:\nInput: {dumps(example.given)}\n"
+        f'[ANSWER]\n{{"output": {dumps(example.answer)}, "decoded": {dumps(decoded)}}}\n[/ANSWER]',
+        f"Now the actual query.\nInput: {dumps(x)}",
+        f"Return only:\n{ROUNDTRIP_FORMAT}",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
 def make_task(algorithm: Algorithm, task: Task | str, x: str) -> TaskRecord:
     """The task record for input string `x` (z, FREQ_DICT and the answer are computed from `x`)."""
     task = Task(task)
@@ -248,6 +282,8 @@ def build_chain(algorithm: Algorithm, x: str, steps: int, *, inverted: bool = Fa
 
 __all__ = [
     "EXAMPLE_INPUT",
+    "ROUNDTRIP_FORMAT",
+    "ROUNDTRIP_TASK",
     "TASKS",
     "ChainStep",
     "Task",
@@ -256,6 +292,7 @@ __all__ = [
     "dumps",
     "make_task",
     "make_tasks",
+    "roundtrip_prompt",
     "safe_decode",
     "task_prompt",
     "type_name",

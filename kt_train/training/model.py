@@ -29,7 +29,7 @@ def get_training_tokenizer(model_args: ModelConfig, training_args: TrainingConfi
     `chat_template_path`: a .jinja file is applied here (so lengths are measured with it), a model folder or hub id
     is cloned by TRL's SFTTrainer."""
     tokenizer = get_tokenizer(model_name(model_args))
-    template = training_args.chat_template_path
+    template = getattr(training_args, "chat_template_path", None)  # SFTConfig has it, GRPOConfig does not
     if template is not None and template.endswith((".jinja", ".j2")):
         if not os.path.isfile(template):
             raise FileNotFoundError(f"chat_template_path {template}: no such file")

@@ -50,8 +50,8 @@ class RTCEAnswerReward(Reward):
     `answer_json` (canonical JSON text of the reference).
 
     Options: `metric` "em" (1 when `eval.metrics.exact_match`, else 0) or "es" (edit similarity of the canonical
-    JSON texts, in [0, 1]); `failure_reward` (no answer). Verdicts: `correct`, `wrong`, `no_answer`; rows whose
-    `task` is `roundtrip` are not applicable (None).
+    JSON texts, in [0, 1]); `failure_reward` (no answer). Verdicts: `correct`, `wrong`, `no_answer`, `bad_row` (an
+    `answer_json` that is not JSON); rows whose `task` is `roundtrip` are not applicable (None).
     """
 
     name = "rtce_answer_reward"
@@ -64,10 +64,13 @@ class RTCEAnswerReward(Reward):
         self.metric = metric
 
     def score_one(self, text: str, answer_json: str) -> Scored:
+        try:
+            reference = json.loads(answer_json)
+        except (TypeError, ValueError):
+            return self.failed("bad_row")
         found, value = extract_answer(text)
         if not found:
             return self.failed("no_answer")
-        reference = json.loads(answer_json)
         try:
             correct = exact_match(value, reference)
         except RecursionError:  # an answer nested deeper than the reference can be
@@ -101,7 +104,8 @@ class RTCERoundTripReward(PooledReward):
 
     Verdicts: `roundtrip`, `no_answer` (no object with `output`), `no_decoded` (no string `decoded`),
     `self_inconsistent` (x^ != x), `decoded_mismatch` (the decoder returns another string), `decoder_error` (it
-    raises, or returns no string), `timeout`, `memory`, `killed` (a hostile z^).
+    raises, or returns no string), `timeout`, `memory`, `killed` (a hostile z^), `bad_row` (an unknown algorithm or a
+    frequency table the decoder cannot use).
     """
 
     name = "rtce_roundtrip_reward"
@@ -160,7 +164,11 @@ class RTCERoundTripReward(PooledReward):
             if isinstance(parsed, Scored):
                 scored[i] = parsed
                 continue
-            source = get_algorithm(algorithm).decoder_source(json.loads(freq_json)) + DECODE_SOURCE
+            try:
+                source = get_algorithm(algorithm).decoder_source(json.loads(freq_json)) + DECODE_SOURCE
+            except (TypeError, ValueError):  # an unknown algorithm, a missing or broken frequency table
+                scored[i] = self.failed("bad_row")
+                continue
             pending.append((i, SandboxJob(source, "roundtrip_decode", [parsed, x])))
         results = self.run_jobs([job for _, job in pending])
         for (i, _), result in zip(pending, results, strict=True):

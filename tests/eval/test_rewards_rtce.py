@@ -180,6 +180,15 @@ def test_hostile_and_malformed_answers_fail_in_bounded_time_and_spare_the_rest(p
         assert reward == (1.0 if verdict == "roundtrip" else 0.0), label
 
 
+def test_broken_rows_fail_alone(pooled: dict[str, Any]) -> None:
+    z, freq = encoded("ae")
+    completions = [roundtrip(z, X)] * 4
+    columns = {"x": [X] * 4, "algorithm": ["ae", "ae", "zip", "ae"], "freq_json": [freq, "null", freq, "{"]}
+    assert scored(pooled["both"], completions, **columns) == [(1.0, "roundtrip")] + [(0.0, "bad_row")] * 3
+    got = scored(RTCEAnswerReward(), [answer([1])] * 3, answer_json=["[1]", "{not json", None])
+    assert got == [(1.0, "correct"), (0.0, "bad_row"), (0.0, "bad_row")]
+
+
 def test_bad_check_option() -> None:
     with pytest.raises(ValueError, match="check must be"):
         RTCERoundTripReward(check="maybe")

@@ -47,7 +47,8 @@ class KTCompressionReward(Reward):
     - `failure_reward`: the reward of a missing, failing or wrong program.
 
     Verdicts: those of `eval.kt.checking.Verdict` (`correct`, `wrong_output`, `no_code`, `syntax_error`,
-    `runtime_error`, `timeout`, `memory`, `killed`, `no_output`, `bad_output`, `no_completion` for a blank text).
+    `runtime_error`, `timeout`, `memory`, `killed`, `no_output`, `bad_output`, `no_completion` for a blank text), and
+    `no_sequence` for a row whose sequence is empty or not a list.
     """
 
     name = "kt_compression_reward"

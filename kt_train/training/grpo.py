@@ -12,6 +12,7 @@ verdict shares. The run resumes from the last checkpoint in `output_dir` and sav
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,12 @@ def reward_funcs_for(script_args: GRPOScriptArguments, column_names: Sequence[st
 
 
 def reward_means(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The last logged mean of every reward (`rewards/<name>/mean`), by reward name."""
+    """The last logged mean of every reward (`rewards/<name>/mean`), by reward name; a step where a reward applied to
+    no row logs None (NaN), which is skipped."""
     means = {}
     for entry in log_history:
         for key, value in entry.items():
-            if key.startswith("rewards/") and key.endswith("/mean"):
+            if key.startswith("rewards/") and key.endswith("/mean") and value is not None and math.isfinite(value):
                 means[key.split("/")[1]] = float(value)
     return means
 

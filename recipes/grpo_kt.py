@@ -12,11 +12,11 @@ Usage:
     accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 recipes/grpo_kt.py \\
         --config recipes/Llama-3.1-8B-Instruct/grpo_kt/config_zero3.yaml
 
-Data: `dataset_name` is a corpus made by `kt dsl generate` (only its `sequence` column is used: GRPO needs prompts,
-not answers); without it the default corpus of `corpus_size` pairs is built once and cached (the one `sft_kt.py`
-uses with the same size and seed). Start from a SeqCoder SFT adapter with `init_adapter` (merged into the base
-before a new LoRA adapter is trained): the base model rarely writes a correct program, and GRPO learns nothing
-from a group whose rewards are all equal.
+Data: `dataset_name` is a corpus made by `kt dsl generate` (only its `sequence` column is used: GRPO needs prompts, not
+answers) or ready GRPO rows (a `prompt` column and the rewards' columns); without it the default corpus of
+`corpus_size` pairs is built once and cached (the one `sft_kt.py` uses with the same size and seed). Start from a
+SeqCoder SFT adapter with `init_adapter` (merged into the base before a new LoRA adapter is trained): the base model
+rarely writes a correct program, and GRPO learns nothing from a group whose rewards are all equal.
 """
 
 from __future__ import annotations
@@ -61,8 +61,11 @@ def corpus_dir(script_args: KTGRPOScriptArguments) -> Path:
 
 
 def prompt_rows(script_args: KTGRPOScriptArguments) -> Dataset:
-    """One GRPO row per corpus sequence: the SeqCoder prompt, the sequence and the answer format."""
+    """One GRPO row per corpus sequence: the SeqCoder prompt, the sequence and the answer format (a dataset that
+    already has a `prompt` column is used as it is)."""
     corpus = load_training_dataset(str(corpus_dir(script_args)), script_args.dataset_train_split)
+    if "prompt" in corpus.column_names:
+        return corpus
     if "sequence" not in corpus.column_names:
         raise ValueError(f"the corpus lacks the `sequence` column (got {corpus.column_names}); make it with kt dsl")
     return corpus.map(to_seqcoder_rl_row, remove_columns=corpus.column_names, desc="KT prompts")

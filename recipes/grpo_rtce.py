@@ -17,10 +17,10 @@ Usage:
     accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 recipes/grpo_rtce.py \\
         --config recipes/Llama-3.1-8B-Instruct/grpo_rtce/config_zero3.yaml
 
-Data: `dataset_name` is a benchmark folder made by `kt rtce build` (with `eval_ids`, a file of held-out input ids
-to leave out); without it the default corpus's benchmark and held-out ids are built once and cached (the inputs
-`sft_rtce.py` holds out with the same seed, count and fraction are held out here too), so `kt eval rtce` on those
-ids stays a held-out evaluation after GRPO.
+Data: `dataset_name` is a benchmark folder made by `kt rtce build` (with `eval_ids`, a file of held-out input ids to
+leave out) or ready GRPO rows (`tracegen.rl_data.rtce_rl_rows` saved as a dataset); without it the default corpus's
+benchmark and held-out ids are built once and cached (the inputs `sft_rtce.py` holds out with the same seed, count and
+fraction are held out here too), so `kt eval rtce` on those ids stays a held-out evaluation after GRPO.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from trl import ModelConfig
 
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.models import cache_dir
+from kt_train.training.data import load_training_dataset
 from kt_train.training.grpo import run_grpo
 from kt_train.training.launch import launch
 from tracegen.algorithms import ALGORITHMS
+from tracegen.benchmark import CORPUS_FILE
 from tracegen.pipeline import CorpusSettings, build_rtce_benchmark
 from tracegen.rl_data import rtce_rl_rows
 from tracegen.sft_data import load_eval_ids
@@ -87,7 +89,10 @@ def benchmark_and_held_out(script_args: RTCEGRPOScriptArguments) -> tuple[Path, 
 
 
 def prompt_rows(script_args: RTCEGRPOScriptArguments) -> Dataset:
-    """The GRPO rows of every kept input, algorithm and task (and round trip)."""
+    """The GRPO rows of every kept input, algorithm and task (and round trip); a `dataset_name` that is not a
+    benchmark folder is loaded as ready GRPO rows."""
+    if script_args.dataset_name is not None and not (Path(script_args.dataset_name) / CORPUS_FILE).is_file():
+        return load_training_dataset(script_args.dataset_name, script_args.dataset_train_split)
     benchmark, held_out = benchmark_and_held_out(script_args)
     rows = rtce_rl_rows(
         benchmark, algorithms=script_args.algorithms, tasks=script_args.tasks, roundtrip=script_args.roundtrip,

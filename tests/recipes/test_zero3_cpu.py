@@ -1,6 +1,6 @@
-"""ZeRO-3 for real: `accelerate launch` with DeepSpeed stage 3 on two CPU processes trains an RTCE adapter; a fresh
-process then loads it, finds every tensor whole (the known empty-adapter-under-ZeRO-3 failure) and different
-outputs."""
+"""ZeRO-3 for real: `accelerate launch` with DeepSpeed stage 3 on two CPU processes trains an RTCE SFT adapter and a
+KT GRPO adapter (generation from the partitioned model, rewards, gathered rewards); a fresh process then loads each,
+finds every tensor whole (the known empty-adapter-under-ZeRO-3 failure) and different outputs."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from datasets import Dataset
 from safetensors.torch import load_file
 
+from dsl.seqcoder import build_kt_corpus, to_seqcoder_rl_row
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 
 from .test_recipe_configs import ROOT
@@ -34,6 +36,22 @@ print((after - before).abs().max().item())
 """
 
 
+ACCELERATE = Path(sys.executable).parent / "accelerate"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+
+
+def assert_whole_adapter_that_changes_outputs(adapter_dir: Path, min_change: float) -> None:
+    adapter = load_file(adapter_dir / "adapter_model.safetensors")
+    assert len(adapter) == 2 * 30 * 7
+    assert all(t.numel() > 0 for t in adapter.values())  # no (0,) tensors left by partitioned saving
+    assert all(t.abs().sum() > 0 for k, t in adapter.items() if "lora_B" in k)
+    check = subprocess.run([sys.executable, "-c", CHECK, str(adapter_dir)], capture_output=True, text=True,
+                           timeout=600, env=ENV)  # fmt: skip
+    assert check.returncode == 0, check.stderr[-3000:]
+    change = float(check.stdout.strip().splitlines()[-1])
+    assert torch.isfinite(torch.tensor(change)) and change > min_change
+
+
 @pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
                     reason="accelerate launcher missing")  # fmt: skip
 def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
@@ -41,7 +59,7 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
     corpus = build_rtce_sft_corpus(tmp_path / "corpus", CorpusSettings(num_inputs=8, template_max_steps=4), 2, False)
     out = tmp_path / "out"
     command = [
-        str(Path(sys.executable).parent / "accelerate"), "launch",
+        str(ACCELERATE), "launch",
         "--config_file", str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
         str(ROOT / "recipes/sft_rtce.py"),
         "--config", str(ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"),
@@ -49,20 +67,40 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
         "--max_steps", "3", "--per_device_train_batch_size", "1", "--learning_rate", "1e-3", "--warmup_steps", "0",
         "--save_strategy", "no", "--report_to", "none", "--eval_after_training", "false", "--max_length", "1024",
     ]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=env, cwd=tmp_path)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "rle" / "train_results.json").read_text())
     assert results["world_size"] == 2  # two ranks, not one process running alone
     state = json.loads((out / "rle" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
 
-    adapter = load_file(out / "rle" / "adapter_model.safetensors")
-    assert len(adapter) == 2 * 30 * 7
-    assert all(t.numel() > 0 for t in adapter.values())  # no (0,) tensors left by partitioned saving
-    assert all(t.abs().sum() > 0 for k, t in adapter.items() if "lora_B" in k)
-    check = subprocess.run([sys.executable, "-c", CHECK, str(out / "rle")], capture_output=True, text=True,
-                           timeout=600, env=env)  # fmt: skip
-    assert check.returncode == 0, check.stderr[-3000:]
-    assert float(check.stdout.strip().splitlines()[-1]) > 1e-3
-    assert torch.isfinite(torch.tensor(float(check.stdout.strip().splitlines()[-1])))
+    assert_whole_adapter_that_changes_outputs(out / "rle", min_change=1e-3)
+
+
+@pytest.mark.skipif(not ACCELERATE.exists(), reason="accelerate launcher missing")
+def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path) -> None:
+    pytest.importorskip("deepspeed")
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=24, seed=3, progress=False)
+    rows = Dataset.from_parquet(str(corpus / "data" / "*.parquet")).map(to_seqcoder_rl_row)
+    # A reward that varies between the sampled completions of one prompt (even length), so that the advantages and
+    # the update are not zero: the base model never writes a correct program.
+    rows.map(lambda row: {"format_pattern": "(?:..)*"}).save_to_disk(tmp_path / "rows")
+    out = tmp_path / "out"
+    command = [
+        str(ACCELERATE), "launch",
+        "--config_file", str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
+        str(ROOT / "recipes/grpo_kt.py"),
+        "--config", str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"),
+        "--dataset_name", str(tmp_path / "rows"), "--output_dir", str(out),
+        "--reward_funcs", "format", "--reward_options", "{}", "--reward_weights", "1.0",
+        "--max_steps", "2", "--max_completion_length", "16", "--learning_rate", "1e-3", "--max_train_samples", "8",
+        "--save_strategy", "no", "--report_to", "none", "--log_completions", "false",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "train_results.json").read_text())
+    assert results["world_size"] == 2 and results["train_prompts"] == 8
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert len([e for e in history if "rewards/format_reward/mean" in e]) == 2
+    assert any(e.get("reward_std", 0) > 0 for e in history)  # some group had different rewards
+    assert_whole_adapter_that_changes_outputs(out, min_change=1e-5)

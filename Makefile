@@ -48,6 +48,7 @@ bench: setup
 	$(PY) bench/bench_kt_baselines.py $(if $(wildcard $(KT_DATA_DIR)/synthetic.bin),--official-data $(KT_DATA_DIR),)
 	$(PY) bench/bench_lmic.py
 	$(PY) bench/bench_nl.py
+	$(PY) bench/bench_rewards.py
 	@if [ -f $(OFFICIAL_DIR)/src/synthetic_data_generation/generate_data.py ]; then \
 		$(PY) bench/compare_official.py --official-dir $(OFFICIAL_DIR); \
 	else \

@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from dsl.expr.suite import SuiteConfig, build_suite
 from dsl.seqcoder import build_kt_corpus
 from kt_train.training.launch import launch
 from tracegen.benchmark import build_benchmark
@@ -20,11 +21,12 @@ GRPO_QUICK = ["--max_steps", "2", "--num_generations", "4", "--per_device_train_
 GRPO_QUICK += ["--max_completion_length", "24", "--save_strategy", "no", "--log_completions", "false"]
 
 
-def grpo_quickly(task: str, data: Path, out: Path, extra: tuple[str, ...] = ()) -> list[dict]:
-    """Two GRPO steps of recipes/<task>.py with its CPU config on `data`; the trainer's log history."""
+def grpo_quickly(task: str, data: Path, out: Path, extra: tuple[str, ...] = (), dataset: bool = True) -> list[dict]:
+    """GRPO steps of recipes/<task>.py with its CPU config on `data` (or its default data); the log history."""
     recipe = load_recipe(task)
     config = ROOT / f"recipes/smollm2-135m/{task}/config_cpu.yaml"
-    argv = ["--config", str(config), "--dataset_name", str(data), "--output_dir", str(out), *GRPO_QUICK, *extra]
+    data_args = ["--dataset_name", str(data)] if dataset else []
+    argv = ["--config", str(config), *data_args, "--output_dir", str(out), *GRPO_QUICK, *extra]
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv, training_config=recipe.TRAINING_CONFIG) == 0
     lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
     assert len(lora_b) == 30 * 7
@@ -72,3 +74,15 @@ def test_grpo_rtce_scores_answers_and_round_trips_on_held_out_free_prompts(tmp_p
     logged = {k for entry in history for k in entry if k.startswith("rewards/")}
     assert {"rewards/rtce_answer_reward/mean", "rewards/format_reward/mean"} <= logged
     assert torch.isfinite(torch.tensor(_logged(history, "loss"))).all()
+
+
+@pytest.mark.slow
+def test_grpo_nl_with_a_model_extractor_on_a_training_suite(tmp_path: Path) -> None:
+    recipe = load_recipe("grpo_nl")
+    rows = recipe.prompt_rows(recipe.SCRIPT_ARGUMENTS())
+    evaluation = {row["sexpr"] for row in build_suite(SuiteConfig()).rows}
+    assert len(rows) > 2000 and not evaluation & set(rows["expression"])
+    extra = ("--report_to", "none", "--max_train_samples", "4", "--max_steps", "1", "--max_completion_length", "32")
+    history = grpo_quickly("grpo_nl", tmp_path / "no-such-dataset", tmp_path / "out", extra, dataset=False)
+    verdicts = {k for entry in history for k in entry if k.startswith("nl_roundtrip_reward/")}
+    assert verdicts and len(_logged(history, "rewards/nl_roundtrip_reward/mean")) == 1

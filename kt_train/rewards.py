@@ -96,6 +96,9 @@ class Reward:
         """The score of a completion that could not be scored."""
         return Scored(self.failure_reward, verdict)
 
+    def close(self) -> None:
+        """Release what the reward holds (processes, models); it starts them again when called after."""
+
     def check_columns(self, column_names: Iterable[str]) -> None:
         """Raise ValueError (one line) when the dataset lacks a column this reward reads."""
         missing = sorted(set(self.required_columns) - set(column_names))

@@ -110,6 +110,10 @@ class NLRoundTripReward(Reward):
             )  # fmt: skip
         return self._backend
 
+    def close(self) -> None:
+        """Drop the model extractor (loaded again on the next use)."""
+        self._backend = None
+
     def extract(self, items: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
         """The extractor's completion for each distinct (word problem, domain)."""
         distinct = list(dict.fromkeys(items))

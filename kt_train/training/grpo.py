@@ -111,9 +111,7 @@ def run_grpo(
         return run
     finally:
         for reward in rewards:
-            close = getattr(reward, "close", None)
-            if close is not None:
-                close()
+            reward.close()
 
 
 __all__ = ["prepare_prompts", "print_summary", "reward_funcs_for", "reward_means", "run_grpo"]

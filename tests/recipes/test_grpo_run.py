@@ -17,8 +17,8 @@ from tracegen.benchmark import build_benchmark
 
 from .test_recipe_configs import ROOT, load_recipe
 
-GRPO_QUICK = ["--max_steps", "2", "--num_generations", "4", "--per_device_train_batch_size", "4"]
-GRPO_QUICK += ["--max_completion_length", "24", "--save_strategy", "no", "--log_completions", "false"]
+GRPO_QUICK = ["--max_steps", "2", "--num_generations", "4", "--max_completion_length", "24", "--save_strategy", "no"]
+GRPO_QUICK += ["--log_completions", "false"]
 
 
 def grpo_quickly(task: str, data: Path, out: Path, extra: tuple[str, ...] = (), dataset: bool = True) -> list[dict]:

@@ -63,10 +63,19 @@ def build_kt_corpus(output: Path, num_pairs: int, seed: int, workers: int = 1, p
     return output
 
 
+def cached_kt_corpus(num_pairs: int, seed: int, workers: int = 1, progress: bool = True) -> Path:
+    """The default corpus of `num_pairs` pairs under the kt-train cache (`$KT_TRAIN_CACHE/data`), built once."""
+    from kt_train.models import cache_dir
+
+    root = cache_dir() / "data" / f"kt-dsl-seed{seed}-{num_pairs}"
+    return build_kt_corpus(root, num_pairs, seed, workers=workers, progress=progress)
+
+
 __all__ = [
     "DSL_FORMAT_PATTERN",
     "PROMPT",
     "build_kt_corpus",
+    "cached_kt_corpus",
     "seqcoder_prompt",
     "to_seqcoder_chat",
     "to_seqcoder_rl_row",

@@ -30,9 +30,8 @@ from accelerate import PartialState
 from datasets import Dataset
 from trl import ModelConfig
 
-from dsl.seqcoder import build_kt_corpus, to_seqcoder_rl_row
+from dsl.seqcoder import cached_kt_corpus, to_seqcoder_rl_row
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
-from kt_train.models import cache_dir
 from kt_train.training.data import load_training_dataset
 from kt_train.training.grpo import run_grpo
 from kt_train.training.launch import launch
@@ -51,13 +50,13 @@ class KTGRPOScriptArguments(GRPOScriptArguments):
 
 
 def corpus_dir(script_args: KTGRPOScriptArguments) -> Path:
-    """`dataset_name`, else the cached default corpus (built by the main process first)."""
+    """`dataset_name`, else the cached default corpus (built by the main process first, found by the others)."""
     if script_args.dataset_name is not None:
         return Path(script_args.dataset_name)
-    root = cache_dir() / "data" / f"kt-dsl-seed{script_args.corpus_seed}-{script_args.corpus_size}"
-    with PartialState().main_process_first():
+    state = PartialState()
+    with state.main_process_first():
         workers = len(os.sched_getaffinity(0))
-        return build_kt_corpus(root, script_args.corpus_size, script_args.corpus_seed, workers=workers)
+        return cached_kt_corpus(script_args.corpus_size, script_args.corpus_seed, workers, state.is_main_process)
 
 
 def prompt_rows(script_args: KTGRPOScriptArguments) -> Dataset:

@@ -6,7 +6,6 @@ import json
 import shutil
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -78,7 +77,10 @@ def test_build_calls_build_benchmark_lazily(
         calls.append({"output": output, "seed": seed, "num_inputs": num_inputs})
         return {"items": 4, "output": str(output)}
 
-    monkeypatch.setitem(sys.modules, "tracegen.benchmark", types.SimpleNamespace(build_benchmark=build_benchmark))
+    import tracegen.benchmark
+
+    # the real module with its builder replaced (other command groups import its constants when they register)
+    monkeypatch.setattr(tracegen.benchmark, "build_benchmark", build_benchmark)
     assert main(["rtce", "build", "--output", str(tmp_path), "--num-inputs", "3"]) == 0
     assert calls == [{"output": tmp_path, "seed": 42, "num_inputs": 3}]
     assert json.loads(capsys.readouterr().out) == {"items": 4, "output": str(tmp_path)}

@@ -283,7 +283,6 @@ def report(results: list[tuple[Batch, list[Run], float]], command: str, machine:
         "the parser extractor (a model extractor adds its generation time); the oracle's caches are cleared before "
         "each repeat.",
         "- First call: the reward's first call, on 2 completions (pool start-up, imports), not in the figures.",
-        "- The machine was shared: a CPU GRPO training ran on it during the measurement (see the load average).",
         f"- {machine}",
     ]
     return "\n".join(lines)

@@ -6,6 +6,7 @@ comparable.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,19 +64,27 @@ def build_kt_corpus(output: Path, num_pairs: int, seed: int, workers: int = 1, p
     return output
 
 
-def cached_kt_corpus(num_pairs: int, seed: int, workers: int = 1, progress: bool = True) -> Path:
-    """The default corpus of `num_pairs` pairs under the kt-train cache (`$KT_TRAIN_CACHE/data`), built once."""
+def kt_corpus_dir(dataset_name: str | None, num_pairs: int, seed: int) -> Path:
+    """`dataset_name`, else the default corpus of `num_pairs` pairs under the kt-train cache
+    (`$KT_TRAIN_CACHE/data`): built once, by the main process of a distributed run first, found by the others."""
+    if dataset_name is not None:
+        return Path(dataset_name)
+    from accelerate import PartialState
+
     from kt_train.models import cache_dir
 
+    state = PartialState()
     root = cache_dir() / "data" / f"kt-dsl-seed{seed}-{num_pairs}"
-    return build_kt_corpus(root, num_pairs, seed, workers=workers, progress=progress)
+    with state.main_process_first():
+        workers = len(os.sched_getaffinity(0))
+        return build_kt_corpus(root, num_pairs, seed, workers=workers, progress=state.is_main_process)
 
 
 __all__ = [
     "DSL_FORMAT_PATTERN",
     "PROMPT",
     "build_kt_corpus",
-    "cached_kt_corpus",
+    "kt_corpus_dir",
     "seqcoder_prompt",
     "to_seqcoder_chat",
     "to_seqcoder_rl_row",

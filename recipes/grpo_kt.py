@@ -21,16 +21,13 @@ rarely writes a correct program, and GRPO learns nothing from a group whose rewa
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from accelerate import PartialState
 from datasets import Dataset
 from trl import ModelConfig
 
-from dsl.seqcoder import cached_kt_corpus, to_seqcoder_rl_row
+from dsl.seqcoder import kt_corpus_dir, to_seqcoder_rl_row
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.training.data import load_training_dataset
 from kt_train.training.grpo import run_grpo
@@ -49,20 +46,11 @@ class KTGRPOScriptArguments(GRPOScriptArguments):
     corpus_seed: int = field(default=42, metadata={"help": "seed of the default corpus"})
 
 
-def corpus_dir(script_args: KTGRPOScriptArguments) -> Path:
-    """`dataset_name`, else the cached default corpus (built by the main process first, found by the others)."""
-    if script_args.dataset_name is not None:
-        return Path(script_args.dataset_name)
-    state = PartialState()
-    with state.main_process_first():
-        workers = len(os.sched_getaffinity(0))
-        return cached_kt_corpus(script_args.corpus_size, script_args.corpus_seed, workers, state.is_main_process)
-
-
 def prompt_rows(script_args: KTGRPOScriptArguments) -> Dataset:
     """One GRPO row per corpus sequence: the SeqCoder prompt, the sequence and the answer format (a dataset that
     already has a `prompt` column is used as it is)."""
-    corpus = load_training_dataset(str(corpus_dir(script_args)), script_args.dataset_train_split)
+    path = kt_corpus_dir(script_args.dataset_name, script_args.corpus_size, script_args.corpus_seed)
+    corpus = load_training_dataset(str(path), script_args.dataset_train_split)
     if "prompt" in corpus.column_names:
         return corpus
     if "sequence" not in corpus.column_names:

@@ -22,7 +22,6 @@ Precision; `output_dir/kt_eval/report.md`).
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
-from dsl.seqcoder import cached_kt_corpus, to_seqcoder_chat
+from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import load_training_dataset
@@ -64,16 +63,6 @@ class KTScriptArguments(DataArguments):
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
 
 
-def corpus_dir(script_args: KTScriptArguments) -> Path:
-    """`dataset_name`, else the cached default corpus (built by the main process first, found by the others)."""
-    if script_args.dataset_name is not None:
-        return Path(script_args.dataset_name)
-    state = PartialState()
-    with state.main_process_first():
-        workers = len(os.sched_getaffinity(0))
-        return cached_kt_corpus(script_args.corpus_size, script_args.corpus_seed, workers, state.is_main_process)
-
-
 def evaluate_adapter(
     corpus: Path, script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig
 ) -> None:
@@ -103,7 +92,7 @@ def evaluate_adapter(
 
 
 def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
-    corpus = corpus_dir(script_args)
+    corpus = kt_corpus_dir(script_args.dataset_name, script_args.corpus_size, script_args.corpus_seed)
     dataset = load_training_dataset(str(corpus), script_args.dataset_train_split)
     missing = {"sequence", "program"} - set(dataset.column_names)
     if missing:

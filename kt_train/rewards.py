@@ -44,10 +44,8 @@ from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResu
 ENTRY_POINT_GROUP = "kt_train.rewards"
 SUFFIX = "_reward"
 REWARD_ERROR = "reward_error"  # the verdict of every completion of a batch whose scoring raised
-logger = logging.getLogger(__name__)
-
-
 NOT_APPLICABLE = "not_applicable"  # TRL's None reward: this reward does not score this row (another one does)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -177,18 +175,14 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 format_reward = FormatReward()
-BUILTIN: dict[str, Callable[..., Reward]] = {"format": FormatReward}
 
 
 # ----- finding rewards by name
 
 
-def reward_registry() -> dict[str, Any]:
-    """Reward name -> its class (built-in) or entry point (registered by a data or evaluation package)."""
-    registry: dict[str, Any] = dict(BUILTIN)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        registry.setdefault(entry.name, entry)
-    return registry
+def reward_registry() -> dict[str, EntryPoint]:
+    """Reward name -> its entry point (pyproject.toml: `format` here, the domain rewards in eval/rewards)."""
+    return {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def get_reward(name: str, **options: Any) -> Reward:
@@ -198,9 +192,7 @@ def get_reward(name: str, **options: Any) -> Reward:
     registry = reward_registry()
     if key not in registry:
         raise ValueError(f"unknown reward {name!r}; known: {', '.join(sorted(registry))}")
-    factory = registry[key]
-    if isinstance(factory, EntryPoint):
-        factory = factory.load()
+    factory = registry[key].load()
     try:
         return factory(**options)
     except TypeError as exc:

@@ -27,9 +27,8 @@ from pathlib import Path
 from datasets import Dataset
 from trl import ModelConfig
 
-from dsl.expr.domains import get_domain
 from dsl.expr.rl_data import nl_rl_rows
-from dsl.expr.suite import SuiteConfig, build_suite, exclude_expressions, load_suite
+from dsl.expr.suite import SUITE_PARQUET, SuiteConfig, build_suite, exclude_expressions, load_suite
 from eval.nl.protocol import without_shots
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.training.data import load_training_dataset
@@ -50,8 +49,7 @@ class NLGRPOScriptArguments(GRPOScriptArguments):
     generator_shots: int = field(default=0, metadata={"help": "exemplars in the generator prompt (0..3)"})
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        get_domain(self.domain)  # one clear error for an unknown domain
+        super().__post_init__()  # an unknown domain: SuiteConfig says so
         if self.suite_seed == SuiteConfig.seed:
             raise ValueError(f"suite_seed {self.suite_seed} is the evaluation suite's seed: train on another")
 
@@ -59,7 +57,7 @@ class NLGRPOScriptArguments(GRPOScriptArguments):
 def prompt_rows(script_args: NLGRPOScriptArguments) -> Dataset:
     """One generator prompt per training expression, held-out expressions left out."""
     name = script_args.dataset_name
-    if name is not None and not (Path(name) / "suite.parquet").is_file():
+    if name is not None and not (Path(name) / SUITE_PARQUET).is_file():
         return load_training_dataset(name, script_args.dataset_train_split)
     rows = load_suite(name) if name is not None else build_suite(
         SuiteConfig(domain=script_args.domain, seed=script_args.suite_seed)

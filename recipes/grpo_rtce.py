@@ -70,11 +70,10 @@ class RTCEGRPOScriptArguments(GRPOScriptArguments):
     num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
     eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # unknown algorithms and tasks: rtce_rl_rows says which
         super().__post_init__()
-        unknown = sorted(set(self.algorithms) - set(ALGORITHMS)) + sorted(set(self.tasks) - {t.value for t in TASKS})
-        if unknown or not self.algorithms or not (self.tasks or self.roundtrip):
-            raise ValueError(f"need known algorithms and at least one task or roundtrip (unknown: {unknown})")
+        if not (self.algorithms and (self.tasks or self.roundtrip)):
+            raise ValueError("need at least one algorithm, and a task or roundtrip")
 
 
 def benchmark_and_held_out(script_args: RTCEGRPOScriptArguments) -> tuple[Path, set[str]]:

@@ -161,4 +161,12 @@ def build_benchmark(
     return summary
 
 
-__all__ = ["CORPUS_FILE", "HF_COLUMNS", "build_benchmark", "corpus_entry", "hf_rows", "roundtrips"]
+def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
+    """The unified corpus (`rtce.json`) of a benchmark folder, sorted by item id."""
+    path = Path(benchmark_dir) / CORPUS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
+    return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
+
+
+__all__ = ["CORPUS_FILE", "HF_COLUMNS", "build_benchmark", "corpus_entry", "hf_rows", "load_corpus", "roundtrips"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracegen.algorithms import ALGORITHMS, get_algorithm
-from tracegen.benchmark import CORPUS_FILE
+from tracegen.benchmark import load_corpus
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import ROUNDTRIP_TASK, TASKS, dumps, roundtrip_prompt
 
@@ -24,13 +24,6 @@ _FREE = r"(?:(?!\[/?ANSWER\]).)*"  # any text without an answer tag (the pattern
 # Reasoning may come first; then exactly one answer block, with nothing after it.
 ANSWER_PATTERN = rf"{_FREE}\[ANSWER\]\s*\{{\s*\"output\"\s*:{_FREE}\}}\s*\[/ANSWER\]"
 ROUNDTRIP_PATTERN = rf"{_FREE}\[ANSWER\]\s*\{{\s*\"output\"\s*:{_FREE},\s*\"decoded\"\s*:{_FREE}\}}\s*\[/ANSWER\]"
-
-
-def _read_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
-    path = Path(benchmark_dir) / CORPUS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
-    return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
 
 
 def _row(item_id: str, algorithm: str, task: str, prompt: str, answer_json: str, x: str, freq: Any) -> dict[str, Any]:
@@ -60,13 +53,11 @@ def rtce_rl_rows(
     unknown = sorted(set(tasks) - set(TASK_NAMES))
     if unknown:
         raise ValueError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASK_NAMES)}")
-    for name in algorithms:
-        get_algorithm(name)  # one clear error for an unknown algorithm
+    chosen_algorithms = {name: get_algorithm(name) for name in algorithms}  # one clear error for an unknown one
     excluded = load_eval_ids(exclude_ids)
-    corpus = [entry for entry in _read_corpus(benchmark_dir) if entry["id"] not in excluded]
+    corpus = [entry for entry in load_corpus(benchmark_dir) if entry["id"] not in excluded]
     rows = []
-    for name in algorithms:
-        algorithm = get_algorithm(name)
+    for name, algorithm in chosen_algorithms.items():
         chosen = [entry for entry in corpus if entry["algorithms"][name]["roundtrip_ok"]]
         for entry in chosen[:limit]:
             per_algorithm, x = entry["algorithms"][name], entry["input"]

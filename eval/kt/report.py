@@ -90,7 +90,7 @@ def log_to_wandb(summary: Mapping[str, Any], output: Path, project: str) -> None
     """Log the metrics and the plots to W&B (offline unless logged in; files under the output folder)."""
     import wandb
 
-    from kt_train.training.wandb_logging import start_wandb_run
+    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
 
     run = start_wandb_run(project, output, dict(summary["settings"]), "kt-eval")
     try:
@@ -98,7 +98,7 @@ def log_to_wandb(summary: Mapping[str, Any], output: Path, project: str) -> None
         flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}
         run.log(flat | {name: wandb.Image(str(output / name)) for name in (PLOT_FILE, PREFIX_PLOT_FILE)})
     finally:
-        run.finish()
+        finish_wandb()
 
 
 def write_outputs(

@@ -601,7 +601,7 @@ def log_report_to_wandb(
     the plots written by `write_report`."""
     import wandb
 
-    from kt_train.training.wandb_logging import start_wandb_run
+    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
     run = start_wandb_run(project, output, {"title": summary["title"], **config}, WANDB_JOB_TYPE)
@@ -619,7 +619,7 @@ def log_report_to_wandb(
         run.log(logged)
         run.summary.update(scalar_summary(summary))
     finally:
-        run.finish()
+        finish_wandb()
 
 
 __all__ = [

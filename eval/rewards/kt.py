@@ -1,7 +1,7 @@
 """`kt_compression_reward`: a program that reproduces the row's sequence earns more the shorter it is (KT paper §7).
 
 The program is found and checked exactly as `kt eval kt` does (`eval.kt.completions.extract_code`,
-`eval.kt.checking.CandidateChecker`) and its CompressionRate is the evaluation's (`eval.kt.scoring.score_sample`):
+`eval.kt.checking.CandidateChecker`) and its CompressionRate is the evaluation's (`eval.kt.scoring`):
 CR = (1 + ||p||) / ||x||, with ||x|| = symbol_bits * len(x).
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
-from eval.kt.scoring import ProgramPrior, gzip_size_bits, score_sample, sequence_gzip_bits
+from eval.kt.scoring import ProgramPrior, encoded_program_bits
 from kt_train.rewards import Reward, Scored
 
 Shaping = Literal["linear", "compression", "binary"]
@@ -23,13 +23,6 @@ SYNTHETIC_SYMBOL_BITS = 8  # what the KT evaluation charges per symbol of a synt
 
 def clip01(value: float) -> float:
     return min(1.0, max(0.0, value))
-
-
-def _gzip_bits(sequence: list[int]) -> int:
-    """||x||_gzip (the Precision denominator score_sample wants; the reward does not use it), for any ints."""
-    if all(0 <= v < 256 for v in sequence):
-        return sequence_gzip_bits(sequence)
-    return gzip_size_bits(" ".join(map(str, sequence)).encode())
 
 
 class KTCompressionReward(Reward):
@@ -111,8 +104,9 @@ class KTCompressionReward(Reward):
             if check.verdict != Verdict.CORRECT:
                 scored.append(self.failed(str(check.verdict)))
                 continue
-            sample = score_sample(check, program, sequence, self.symbol_bits, self.prior, _gzip_bits(sequence))
-            scored.append(Scored(self.shaped(sample.compression_rate), str(check.verdict)))
+            bits = encoded_program_bits(program, self.prior)  # a correct program is parseable: it has a length
+            compression_rate = (1 + bits) / (self.symbol_bits * len(sequence))
+            scored.append(Scored(self.shaped(compression_rate), str(check.verdict)))
         return scored
 
     def close(self) -> None:

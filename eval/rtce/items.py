@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracegen.benchmark import CORPUS_FILE
+from tracegen.benchmark import load_corpus
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import TASKS
 
@@ -31,14 +30,6 @@ class RTCEItem:
     input_length: int
     x: str  # the input string (the round trip must give it back)
     freq: dict[str, int] | None  # the frequency table shown with AE / Huffman code
-
-
-def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
-    """The unified corpus (`rtce.json`) of a benchmark folder, sorted by item id."""
-    path = Path(benchmark_dir) / CORPUS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
-    return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
 
 
 def load_items(

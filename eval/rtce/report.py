@@ -450,7 +450,7 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: st
     the scored rows, and the plots."""
     import wandb
 
-    from kt_train.training.wandb_logging import start_wandb_run
+    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
     run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval")
@@ -468,7 +468,7 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: st
             | {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in summary["plots"]}
         )
     finally:
-        run.finish()
+        finish_wandb()
 
 
 __all__ = [

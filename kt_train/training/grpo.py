@@ -23,8 +23,8 @@ from trl import GRPOTrainer, ModelConfig, get_peft_config
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.rewards import Reward, get_reward_funcs
 from kt_train.training.data import drop_longer_than, take_samples
-from kt_train.training.lifecycle import TrainingRun, finish_run, start_run
-from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer, merge_adapter
+from kt_train.training.lifecycle import TrainingRun, start_run, train_and_finish
+from kt_train.training.model import get_training_model, get_training_tokenizer, merge_adapter
 from kt_train.training.report import wandb_runs
 
 logger = logging.getLogger(__name__)
@@ -102,10 +102,9 @@ def run_grpo(
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
         )
-        check_trainable(trainer.model)
-        result = trainer.train(resume_from_checkpoint=checkpoint)
-        metrics = {**result.metrics, "train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
-        run = finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
+        data_metrics = {"train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
+        run = train_and_finish(trainer, tokenizer, training_args, checkpoint, data_metrics,
+                               dataset_name=dataset_name, tags=tags)  # fmt: skip
         if trainer.accelerator.is_main_process:
             print_summary(run, training_args.output_dir)
         return run

@@ -18,7 +18,8 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from kt_train.configs import TrainingConfig
 from kt_train.training.memory import keep_freed_memory
-from kt_train.training.wandb_logging import init_wandb_training
+from kt_train.training.model import check_trainable
+from kt_train.training.wandb_logging import finish_wandb, init_wandb_training
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,24 @@ def start_run(training_args: TrainingConfig) -> str | None:
     if checkpoint is not None:
         logger.info("resuming from %s", checkpoint)
     return checkpoint
+
+
+def train_and_finish(
+    trainer: Trainer,
+    tokenizer: Any,
+    training_args: TrainingConfig,
+    checkpoint: str | None,
+    data_metrics: Mapping[str, Any],
+    *,
+    dataset_name: str,
+    tags: Sequence[str],
+) -> TrainingRun:
+    """Check that every layer is trainable, train (resuming from `checkpoint`), then `finish_run` with the train
+    metrics and the data figures."""
+    check_trainable(trainer.model)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    metrics = {**result.metrics, **data_metrics}
+    return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
 
 
 def finish_run(
@@ -82,15 +101,11 @@ def save_outputs(
         logger.info("saved the %s (base %s) to %s", kind, base, output_dir)
 
 
-def finish_wandb() -> None:
-    """End the W&B run of this training (the next run in the same process gets its own)."""
-    try:
-        import wandb
-    except ImportError:
-        return
-    if wandb.run is not None:
-        wandb.finish()
-    wandb.teardown()  # the next run re-reads WANDB_DIR (the W&B singleton keeps the first run's settings)
-
-
-__all__ = ["TrainingRun", "finish_run", "finish_wandb", "last_checkpoint", "save_outputs", "start_run"]
+__all__ = [
+    "TrainingRun",
+    "finish_run",
+    "last_checkpoint",
+    "save_outputs",
+    "start_run",
+    "train_and_finish",
+]

@@ -17,8 +17,8 @@ from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import drop_longer_than, take_samples, to_prompt_completion
-from kt_train.training.lifecycle import TrainingRun, finish_run, start_run
-from kt_train.training.model import check_trainable, get_training_model, get_training_tokenizer
+from kt_train.training.lifecycle import TrainingRun, start_run, train_and_finish
+from kt_train.training.model import get_training_model, get_training_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +62,9 @@ def run_sft(
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
-    check_trainable(trainer.model)
-    result = trainer.train(resume_from_checkpoint=checkpoint)
-    metrics = {**result.metrics, "train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
-    return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
+    data_metrics = {"train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
+    return train_and_finish(trainer, tokenizer, training_args, checkpoint, data_metrics, dataset_name=dataset_name,
+                            tags=tags)  # fmt: skip
 
 
 __all__ = ["SFTRun", "prepare_dataset", "run_sft"]

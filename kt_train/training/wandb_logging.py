@@ -36,6 +36,18 @@ def start_wandb_run(project: str, directory: Path | str, config: dict[str, Any],
     return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type)
 
 
+def finish_wandb() -> None:
+    """End this process's W&B run, evaluation or training, and reset W&B, so that the next run in the same process
+    gets its own settings (the W&B singleton otherwise keeps the first run's WANDB_DIR)."""
+    try:
+        import wandb
+    except ImportError:
+        return
+    if wandb.run is not None:
+        wandb.finish()
+    wandb.teardown()
+
+
 def init_wandb_training(training_args: TrainingConfig) -> Path | None:
     """Set the WANDB_* environment for the Trainer's W&B callback; return the W&B directory (None: W&B is off).
 

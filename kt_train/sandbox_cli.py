@@ -1,4 +1,4 @@
-"""`kt sandbox run FILE`: run a Python file in the sandbox and print the verdict as JSON."""
+"""`kt sandbox run FILE`: run a Python file in the sandbox and print the verdict as JSON (`--explain`: the isolation)."""
 
 from __future__ import annotations
 
@@ -7,30 +7,56 @@ import json
 from pathlib import Path
 
 from kt_train.cli import fail
-from kt_train.sandbox import SandboxConfig, run_code
+from kt_train.sandbox import SandboxConfig, SandboxUnavailable, explain, run_code
 
 
 def _run(args: argparse.Namespace) -> int:
+    try:
+        config = SandboxConfig(
+            timeout_s=args.timeout, memory_mb=args.memory_mb, allow_weak_isolation=args.allow_weak_isolation
+        )
+    except ValueError as exc:
+        return fail(str(exc))
+    if args.explain:
+        try:
+            print(explain(config))
+        except SandboxUnavailable as exc:
+            return fail(str(exc))
+        if args.file is None:
+            return 0
+    if args.file is None:
+        return fail("give a Python file to run (or --explain)")
     path = Path(args.file)
     try:
         code = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         return fail(f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else exc}")
     try:
-        config = SandboxConfig(timeout_s=args.timeout, memory_mb=args.memory_mb)
-    except ValueError as exc:
+        result = run_code(code, config)
+    except SandboxUnavailable as exc:
         return fail(str(exc))
-    result = run_code(code, config)
     print(json.dumps(result.to_dict(), indent=2))
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `sandbox` command group."""
-    parser = subparsers.add_parser("sandbox", help="run untrusted Python in a limited process")
+    parser = subparsers.add_parser("sandbox", help="run untrusted Python in an isolated, limited process")
     commands = parser.add_subparsers(dest="sandbox_command", metavar="COMMAND", required=True)
-    run = commands.add_parser("run", help="run a Python file; print the verdict as JSON (exit 0 for any verdict)")
-    run.add_argument("file", help="the Python file to run")
+    run = commands.add_parser(
+        "run",
+        help="run a Python file; print the verdict as JSON (exit 0 for any verdict)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    run.add_argument("file", nargs="?", help="the Python file to run")
     run.add_argument("--timeout", type=float, default=SandboxConfig.timeout_s, help="wall-clock limit in seconds")
-    run.add_argument("--memory-mb", type=int, default=SandboxConfig.memory_mb, help="address-space limit in MiB")
+    run.add_argument("--memory-mb", type=int, default=SandboxConfig.memory_mb, help="memory limit in MiB")
+    run.add_argument(
+        "--explain", action="store_true", help="print the isolation in force (namespaces, limits, what is visible)"
+    )
+    run.add_argument(
+        "--allow-weak-isolation",
+        action="store_true",
+        help="where no private filesystem view can be made, run with process limits only instead of refusing",
+    )
     run.set_defaults(handler=_run)

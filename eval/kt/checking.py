@@ -1,8 +1,8 @@
 """Run candidate programs and record what each produced: a verdict from a closed set, never a crash of the run.
 
 DSL programs (SeqCoder output) are parsed and run by the DSL interpreter, which has no `exec` and bounded sizes.
-Python programs (prompted models) run in `kt_train.sandbox` (rlimits, own uid, no network, 5 s wall clock each), in
-batches (`eval.kt.python_runner`), and must assign `output` a list of ints; only the head of `output` (the
+Python programs (prompted models) run in `kt_train.sandbox` (private filesystem view, own uid, no network, 5 s wall
+clock each), one process per candidate (`eval.kt.python_runner`), and must assign `output` a list of ints; only the head of `output` (the
 sequence's length plus a margin) comes back.
 """
 
@@ -50,12 +50,6 @@ class CheckConfig:
     workers: int | None = field(default=None, metadata={"help": "sandbox processes (None: one per CPU core)"})
     max_dsl_elements: int = field(
         default=100_000, metadata={"help": "largest list a DSL line may build; larger programs are runtime errors"}
-    )
-    batch_size: int = field(
-        default=32, metadata={"help": "Python candidates per sandboxed process (1: each alone; see python_runner)"}
-    )
-    batch_budget_s: float = field(
-        default=1.0, metadata={"help": "a batch starts no new candidate after this many seconds"}
     )
     output_margin: int = field(
         default=1, metadata={"help": "elements kept beyond the sequence's length (a longer output is still wrong)"}
@@ -141,7 +135,7 @@ class CandidateChecker:
         if self._runner is None:
             c = self.config
             workers = c.workers or os.cpu_count() or 1
-            self._runner = PythonRunner(c.timeout_s, c.memory_mb, workers, c.batch_size, c.batch_budget_s)
+            self._runner = PythonRunner(c.timeout_s, c.memory_mb, workers)
         return self._runner
 
     def check(

@@ -34,7 +34,6 @@ def _kt_command(args: argparse.Namespace) -> int:
             program_prior=args.program_prior,
             gzip_encoding=args.gzip_encoding,
             timeout_s=args.timeout,
-            check_batch_size=args.check_batch_size,
             wandb_project=args.wandb_project,
         )
         if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
@@ -93,7 +92,6 @@ def register_kt(commands: Any) -> None:
     kt.add_argument("--seed", type=int, default=42)
     kt.add_argument("--program-prior", choices=["uniform", "gzip"], default=None, help="default: dsl uniform, gzip")
     kt.add_argument("--timeout", type=float, default=5.0, help="seconds per Python program")
-    kt.add_argument("--check-batch-size", type=int, default=32, help="Python programs per sandboxed process")
     kt.add_argument("--wandb-project", default=None, help="log the summary and plots to W&B (offline if logged out)")
     kt.set_defaults(handler=_kt_command)
 

@@ -54,9 +54,6 @@ class KTEvalConfig:
         default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release (Precision, back-off)"}
     )
     timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit per Python program"})
-    check_batch_size: int = field(
-        default=CheckConfig.batch_size, metadata={"help": "Python programs per sandboxed process (1: each alone)"}
-    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
 
     def __post_init__(self) -> None:
@@ -142,7 +139,7 @@ def score_items(
     for index, item in enumerate(dataset.items):
         for text in completions.get(item.id) or [None]:
             flat.append((index, text, extract_code(text)))
-    check_config = CheckConfig(timeout_s=config.timeout_s, batch_size=config.check_batch_size)
+    check_config = CheckConfig(timeout_s=config.timeout_s)
     with CandidateChecker(config.mode, check_config, modulus) as checker:
         checks = checker.check([p for _, _, p in flat], [dataset.items[i].sequence for i, _, _ in flat], progress)
     per_item: dict[int, list[tuple[str | None, str | None, CheckResult]]] = defaultdict(list)

@@ -36,7 +36,7 @@ class KTCompressionReward(Reward):
     - `shaping` of a correct program: "linear" `correct_bonus + (1 - correct_bonus) * clip(1 - CR, 0, 1)`,
       "compression" `clip(1 - CR, 0, 1)` or "binary" 1;
     - `correct_bonus` (linear shaping): what any correct program earns, however long;
-    - `timeout_s`, `memory_mb`, `workers` (None: one per core), `batch_size`: sandbox limits (Python mode);
+    - `timeout_s`, `memory_mb`, `workers` (None: one per core): sandbox limits (Python mode);
     - `failure_reward`: the reward of a missing, failing or wrong program.
 
     Verdicts: those of `eval.kt.checking.Verdict` (`correct`, `wrong_output`, `no_code`, `syntax_error`,
@@ -57,7 +57,6 @@ class KTCompressionReward(Reward):
         timeout_s: float = 5.0,
         memory_mb: int = 512,
         workers: int | None = None,
-        batch_size: int = CheckConfig.batch_size,
         failure_reward: float = 0.0,
     ) -> None:
         super().__init__(failure_reward)
@@ -76,7 +75,7 @@ class KTCompressionReward(Reward):
             raise ValueError(f"symbol_bits must be >= 1, got {symbol_bits}")
         self.mode, self.prior, self.symbol_bits = mode, prior, int(symbol_bits)
         self.shaping, self.correct_bonus = shaping, float(correct_bonus)
-        config = CheckConfig(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers, batch_size=batch_size)
+        config = CheckConfig(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers)
         self.checker = CandidateChecker(mode, config)
         if mode == "python":
             atexit.register(self.close)

@@ -38,7 +38,9 @@ disarming (only without a network namespace) stops Python code, not a subprocess
 only (pidfd, prctl, /proc). A guard against accidents and careless or hostile-but-simple code, not a security
 boundary against a determined attacker (use a VM or gVisor for that)."""
 
+from kt_train.sandbox.boundary import SandboxUnavailable
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
+from kt_train.sandbox.explain import explain
 from kt_train.sandbox.pool import SandboxPool, call_function, run_code, run_job
 
 __all__ = [
@@ -47,8 +49,10 @@ __all__ = [
     "SandboxJob",
     "SandboxPool",
     "SandboxResult",
+    "SandboxUnavailable",
     "Verdict",
     "call_function",
+    "explain",
     "run_code",
     "run_job",
 ]

@@ -41,10 +41,27 @@ class SandboxConfig:
     max_output_bytes: int = field(
         default=64 * 1024, metadata={"help": "bytes kept of stdout and of stderr each; the rest is dropped"}
     )
+    max_result_bytes: int = field(
+        default=16 * 1024 * 1024,
+        metadata={"help": "largest result (JSON bytes) a job may report; a larger one is cut off and is an error"},
+    )
+    tmp_size_mb: int = field(
+        default=64, metadata={"help": "size (MiB) of each private writable tmpfs a worker's jobs see (/tmp, /dev/shm)"}
+    )
     network: bool = field(default=False, metadata={"help": "allow network access (off: empty network namespace)"})
+    allow_weak_isolation: bool = field(
+        default=False,
+        metadata={
+            "help": "where no private filesystem view can be made (no bubblewrap, no user namespaces), run jobs with "
+            "process limits only instead of refusing"
+        },
+    )
     tmp_dir: str | None = field(
         default=None,
-        metadata={"help": "where the per-job directories are made (None: /dev/shm if writable, else $TMPDIR or /tmp)"},
+        metadata={
+            "help": "weak isolation only: where the per-job directories are made (None: /dev/shm if writable, else "
+            "$TMPDIR or /tmp)"
+        },
     )
     drop_privileges: bool = field(
         default=True, metadata={"help": "when root, run each job as a uid of its own (UID_BASE + pid)"}
@@ -53,8 +70,11 @@ class SandboxConfig:
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.grace_s < 0:
             raise ValueError("timeout_s must be > 0 and grace_s >= 0")
-        if min(self.memory_mb, self.file_size_mb, self.max_processes, self.max_output_bytes) <= 0:
-            raise ValueError("memory_mb, file_size_mb, max_processes and max_output_bytes must be > 0")
+        sizes = (self.memory_mb, self.file_size_mb, self.max_processes, self.max_output_bytes, self.max_result_bytes)
+        if min(*sizes, self.tmp_size_mb) <= 0:
+            raise ValueError(
+                "memory_mb, file_size_mb, max_processes, max_output_bytes, max_result_bytes and tmp_size_mb must be > 0"
+            )
         if self.cpu_s is not None and self.cpu_s <= 0:
             raise ValueError("cpu_s must be > 0")
 

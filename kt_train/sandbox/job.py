@@ -1,4 +1,11 @@
-"""The job process: set itself up (session, directory, limits, uid, network) and run the untrusted code."""
+"""The job process: set itself up (cgroup, session, directory, limits, uid, network) and run the untrusted code.
+
+The job reports how it ended through its exit status, which the supervisor reads from the kernel: 0 after the code
+ran to its end (a function's JSON return value on the result descriptor), `EXIT_ERROR` after an exception (its type
+and message on the result descriptor, treated as untrusted text), `EXIT_MEMORY` after a MemoryError. Whatever the
+code writes itself (on any descriptor) can at most turn its own verdict into a failure or give it a return value it
+could have returned anyway; a job killed, timed out or exiting otherwise never has its result read.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +18,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, Verdict
+from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR
+from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob
 from kt_train.sandbox.system import Limits, disarm_sockets, drop_privileges, set_limits
 
-_RESULT_FD = 3
+RESULT_FD = 3
+EXIT_ERROR = 113
+EXIT_MEMORY = 114
 
 
 def _redirect(null: int, out_w: int, err_w: int, res_w: int) -> None:
@@ -22,15 +32,15 @@ def _redirect(null: int, out_w: int, err_w: int, res_w: int) -> None:
 
     sys.stdout and sys.stderr already write to fds 1 and 2 (`worker_context` made sure of it).
     """
-    for source, target in ((null, 0), (out_w, 1), (err_w, 2), (res_w, _RESULT_FD)):
+    for source, target in ((null, 0), (out_w, 1), (err_w, 2), (res_w, RESULT_FD)):
         os.dup2(source, target)
-    os.closerange(_RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    os.closerange(RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: Limits) -> None:
     os.setsid()
     os.chdir(workdir)
-    if uid is not None:
+    if uid is not None and workdir != JOB_DIR:
         os.chown(workdir, uid, uid)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest was set by the worker (BASE_ENV)
     set_limits(limits)
@@ -38,10 +48,6 @@ def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: L
         drop_privileges(uid, context.capability)
     if context.block_net:
         disarm_sockets()
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    return {"verdict": Verdict.ERROR, "error_type": type(exc).__name__, "error_message": str(exc)}
 
 
 def _print_traceback(exc: BaseException) -> None:
@@ -54,38 +60,43 @@ def _print_traceback(exc: BaseException) -> None:
         pass
 
 
-def _execute(job: SandboxJob) -> dict[str, Any]:
-    """Run the job in this process; the outcome as a result dict (without output and duration)."""
-    namespace: dict[str, Any] = {"__name__": "__main__" if job.function is None else "__sandbox__"}
+def _describe(exc: BaseException) -> bytes:
     try:
-        exec(compile(job.code, "<sandbox>", "exec"), namespace)
+        text = json.dumps({"error_type": type(exc).__name__, "error_message": str(exc)[:2000]})
+    except Exception:  # a hostile __str__
+        text = json.dumps({"error_type": "Exception", "error_message": "(unprintable exception)"})
+    return text.encode()
+
+
+def _execute(job: SandboxJob, prelude: dict[str, Any]) -> tuple[int, bytes]:
+    """Run the job in this process: its exit status and what goes on the result descriptor."""
+    namespace: dict[str, Any] = {**prelude, "__name__": "__main__" if job.function is None else "__sandbox__"}
+    try:
+        if job.code:
+            exec(compile(job.code, "<sandbox>", "exec"), namespace)
         if job.function is None:
-            return {"verdict": Verdict.OK}
+            return 0, b""
         function = namespace.get(job.function)
         if not callable(function):
             raise NameError(f"the code defines no function {job.function!r}")
         value = function(*job.args)
         try:
-            return {"verdict": Verdict.OK, "return_json": json.dumps(value)}
-        except (TypeError, ValueError) as exc:
-            return {
-                "verdict": Verdict.ERROR,
-                "error_type": "TypeError",
-                "error_message": f"the return value of {job.function}() is not JSON-serializable: {exc}",
-            }
+            return 0, json.dumps(value).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TypeError(f"the return value of {job.function}() is not JSON-serializable: {exc}") from None
     except MemoryError as exc:
         namespace.clear()
-        return {"verdict": Verdict.MEMORY, "error_type": "MemoryError", "error_message": str(exc)}
+        return EXIT_MEMORY, _describe(exc)
     except SystemExit as exc:
         if exc.code in (None, 0):
-            return {"verdict": Verdict.OK}
-        return {"verdict": Verdict.ERROR, "error_type": "SystemExit", "error_message": str(exc.code)}
+            return 0, b""
+        return EXIT_ERROR, json.dumps({"error_type": "SystemExit", "error_message": str(exc.code)[:2000]}).encode()
     except BaseException as exc:
         _print_traceback(exc)
-        return _error(exc)
+        return EXIT_ERROR, _describe(exc)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -97,26 +108,38 @@ class JobContext:
 
     config: SandboxConfig
     drop: bool  # run jobs as uid UID_BASE + pid
-    capability: Any  # prebuilt capset arguments (when drop)
     block_net: bool  # no network namespace: disarm the socket module instead
-    tmp_root: str
+    tmp_root: str  # weak isolation: where per-job directories are made ('' inside the boundary)
     devnull: int
+    oom_fd: int | None = None  # the cgroup's out-of-memory counter (None: no cgroup)
+    bounded: bool = False  # inside the boundary: the worker's pid namespace holds only it and its jobs
+    prelude: dict[str, Any] | None = None  # names every job starts with (the pool's prelude, run once per worker)
+    capability: Any = None  # weak isolation as root: prebuilt capset arguments keeping CAP_DAC_READ_SEARCH
 
 
-BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+def decode_job(frame: bytes | bytearray | memoryview) -> SandboxJob:
+    message = json.loads(bytes(frame))
+    return SandboxJob(message["code"], message["function"], message["args"])
 
 
-def child_main(job: SandboxJob, context: JobContext, workdir: str, fds: tuple[int, int, int], limits: Limits) -> None:
-    """Body of the job process: never returns."""
-    kill, getresuid = os.kill, os.getresuid  # the job may replace them; keep the real ones
+def child_main(
+    frame: memoryview, context: JobContext, workdir: str, fds: tuple[int, int, int], limits: Limits
+) -> None:
+    """Body of the job process: never returns. `frame` is the job as the pool sent it (JSON)."""
+    kill, getresuid, exit_now, write = os.kill, os.getresuid, os._exit, write_all  # the job may replace them
     uid = UID_BASE + os.getpid() if context.drop else None
+    status, report = EXIT_ERROR, b""
     try:
+        if context.oom_fd is not None:  # the kernel kills a job's process at the cgroup's limit, not the worker
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, b"1000")
+            os.close(fd)
         _redirect(context.devnull, *fds)
+        job = decode_job(frame)
         _prepare_child(context, workdir, uid, limits)
-        outcome = _execute(job)
+        status, report = _execute(job, context.prelude or {})
     except BaseException as exc:  # setting up failed (e.g. a limit could not be set)
-        outcome = _error(exc)
-        outcome["error_message"] = f"sandbox setup failed: {exc}"
+        status, report = EXIT_ERROR, _describe(RuntimeError(f"sandbox setup failed: {exc}"))
     with contextlib.suppress(BaseException):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -124,9 +147,9 @@ def child_main(job: SandboxJob, context: JobContext, workdir: str, fds: tuple[in
         with contextlib.suppress(OSError):
             kill(-1, signal.SIGKILL)  # every other process of this job's uid: what the job left behind
     try:
-        write_all(_RESULT_FD, json.dumps(outcome).encode())
+        write(RESULT_FD, report)
     finally:
-        os._exit(0)
+        exit_now(status)
 
 
-# ----- the supervisor
+__all__ = ["BASE_ENV", "EXIT_ERROR", "EXIT_MEMORY", "RESULT_FD", "JobContext", "child_main", "decode_job", "write_all"]

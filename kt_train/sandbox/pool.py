@@ -17,9 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from kt_train.sandbox import cgroup
+from kt_train.sandbox.boundary import BASE_ENV, isolation
+from kt_train.sandbox.cgroup import JobCgroup
 from kt_train.sandbox.config import SandboxConfig, SandboxJob, SandboxResult, Verdict
 from kt_train.sandbox.job import write_all
-from kt_train.sandbox.supervisor import supervise, worker_context
+from kt_train.sandbox.supervisor import Buffer, JobIO, ScratchNotClean, supervise, worker_context
 
 if TYPE_CHECKING:
     import subprocess
@@ -53,33 +56,127 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def _recv(fd: int) -> dict[str, Any] | None:
+def _recv(fd: int, limit: int) -> dict[str, Any] | None:
+    """One JSON frame, or None at EOF (or a frame over `limit` bytes: the sender is broken)."""
     header = _read_exactly(fd, _HEADER.size)
     if header is None:
         return None
-    body = _read_exactly(fd, _HEADER.unpack(header)[0])
+    size = _HEADER.unpack(header)[0]
+    if size > limit:
+        return None
+    body = _read_exactly(fd, size)
     return None if body is None else json.loads(body)
 
 
-_BOOT = "import json, sys; p = json.loads(sys.argv[1]); sys.path[:0] = p['path']; \
-from kt_train.sandbox.pool import worker_main; worker_main(p)"
+def _read_frame_into(fd: int, buffer: Buffer) -> bool:
+    """Read one frame's body into `buffer` without making a bytes object of it; False at EOF."""
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return False
+    size = _HEADER.unpack(header)[0]
+    while len(buffer.data) < size:
+        buffer._grow()
+    view = memoryview(buffer.data)
+    while buffer.size < size:
+        got = os.readv(fd, [view[buffer.size : size]])
+        if not got:
+            return False
+        buffer.size += got
+    return True
+
+
+_BOOT = (
+    "import json, os, struct, sys\n"
+    "fd = int(sys.argv[1]); size = struct.unpack('!Q', os.read(fd, 8))[0]; body = b''\n"
+    "while len(body) < size: body += os.read(fd, size - len(body))\n"
+    "p = json.loads(body); sys.path[:0] = p['path']\n"
+    "from kt_train.sandbox.pool import worker_main; worker_main(p)"
+)
 
 
 def worker_main(payload: dict[str, Any]) -> None:
     """Body of a pool worker (a fresh interpreter): preload, then supervise jobs one at a time until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     job_r, res_w = payload["fds"]
-    context = worker_context(SandboxConfig(**payload["config"]))
+    cgroup.join(payload["cgroup_fds"])
+    config = SandboxConfig(**payload["config"])
     for name in payload["preload"]:
         importlib.import_module(name)
+    prelude: dict[str, Any] = {}
+    if payload["prelude"]:
+        exec(compile(payload["prelude"], "<sandbox prelude>", "exec"), prelude)
+    context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude or None)
+    io = JobIO.for_config(config)
+    cgroup.limit_memory(payload["memory_fds"], cgroup.job_memory_bytes(config))
     gc.freeze()  # the collector never walks (so never writes to) what the worker set up: fewer copy-on-write faults
-    while (message := _recv(job_r)) is not None:
-        job = SandboxJob(message["code"], message["function"], message["args"])
+    while _read_frame_into(job_r, io.frame):
+        retire = False
         try:
-            result = supervise(job, context)
+            header = supervise(context, io)
+        except ScratchNotClean as exc:
+            header = {"verdict": str(Verdict.ERROR), "message": f"sandbox: {exc}", "sizes": [0, 0, 0]}
+            retire = True
         except Exception as exc:
-            result = SandboxResult(Verdict.ERROR, error_type=type(exc).__name__, error_message=f"sandbox: {exc}")
-        _send(res_w, result.to_dict())
+            header = {"verdict": str(Verdict.ERROR), "message": f"sandbox: {exc}", "sizes": [0, 0, 0]}
+        header["retire"] = retire
+        try:
+            _send_result(res_w, header, io)
+        finally:
+            io.wipe()
+        if retire:
+            os._exit(1)
+
+
+def _send_result(fd: int, header: dict[str, Any], io: JobIO) -> None:
+    """The verdict header, then the raw stdout, stderr and result bytes it counts."""
+    if header["sizes"] == [0, 0, 0]:
+        io.out.wipe()
+        io.err.wipe()
+        io.res.wipe()
+    write_all(fd, _frame(header))
+    for buffer in (io.out, io.err, io.res):
+        write_all(fd, buffer.view())
+
+
+def _text(data: bytes, limit: int = 2000) -> str:
+    return data.decode("utf-8", errors="replace")[:limit] if limit else data.decode("utf-8", errors="replace")
+
+
+def _job_report(raw: bytes) -> tuple[str | None, str | None]:
+    """The error type and message a job reported (untrusted: strings only, capped)."""
+    try:
+        report = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(report, dict):
+        return None, None
+    kind, message = report.get("error_type"), report.get("error_message")
+    kind = kind[:100] if isinstance(kind, str) and kind.isidentifier() else None
+    return kind, message[:2000] if isinstance(message, str) else None
+
+
+def decode_result(header: dict[str, Any], out: bytes, err: bytes, res: bytes) -> SandboxResult:
+    """A SandboxResult from the supervisor's header and the job's raw bytes (decoded here, outside the boundary)."""
+    verdict, message = Verdict(header["verdict"]), header.get("message")
+    result = SandboxResult(
+        verdict,
+        stdout=_text(out, 0),
+        stderr=_text(err, 0),
+        duration_s=float(header.get("duration_s", 0.0)),
+        truncated=bool(header.get("truncated")),
+        error_message=message,
+    )
+    if verdict == Verdict.OK and res:
+        try:
+            result.return_value = json.loads(res)
+        except (ValueError, RecursionError):
+            result.verdict, result.error_type = Verdict.ERROR, "ValueError"
+            result.error_message = "the job's return value is not valid JSON (or nested too deeply)"
+    elif verdict in (Verdict.ERROR, Verdict.MEMORY) and message is None:
+        result.error_type, result.error_message = _job_report(res)
+        if result.error_type is None:
+            result.error_type = "MemoryError" if verdict == Verdict.MEMORY else "Exception"
+    return result
 
 
 @dataclass
@@ -87,39 +184,79 @@ class _Worker:
     process: subprocess.Popen[bytes]
     job_w: int
     res_r: int
+    cgroup: JobCgroup | None
 
 
 class SandboxPool:
-    """Pre-forked workers that already imported `preload`; each job runs in its own fresh child of a worker."""
+    """Pre-forked workers that already imported `preload`; each job runs in its own fresh child of a worker.
+
+    Workers run inside the boundary (`kt_train.sandbox.boundary`); `prelude`, trusted source run once in every
+    worker, defines names every job starts with (each job gets its own copy, in its own process).
+    """
 
     def __init__(
-        self, workers: int | None = None, preload: Sequence[str] = ("json",), config: SandboxConfig | None = None
+        self,
+        workers: int | None = None,
+        preload: Sequence[str] = ("json",),
+        config: SandboxConfig | None = None,
+        prelude: str | None = None,
     ) -> None:
         self.config = config or SandboxConfig()
         self.preload = tuple(preload)
+        self.prelude = prelude
         missing = [name for name in self.preload if importlib.util.find_spec(name) is None]
         if missing:
             raise ValueError(f"cannot preload missing module(s): {', '.join(missing)}")
-        self._workers = [self._spawn() for _ in range(workers or os.cpu_count() or 1)]
+        self.isolation = isolation(self.config, self.preload)
+        self._spawned = 0
+        limit = 2 * self.config.max_output_bytes + self.config.max_result_bytes + 1
+        self._payload_limit = limit
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(workers or os.cpu_count() or 1):
+                self._workers.append(self._spawn())
+        except BaseException:
+            self.close()
+            raise
 
     def _spawn(self) -> _Worker:
         """Start a worker: a fresh, small interpreter (forking it per job is cheaper than forking this process)."""
         import subprocess
 
+        self._spawned += 1
+        group = JobCgroup.create(self.config, str(self._spawned))
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         payload = {
             "fds": [job_r, res_w],
             "config": asdict(self.config),
             "preload": list(self.preload),
-            "path": [package_root, *(p for p in sys.path if p)],
+            "prelude": self.prelude,
+            "path": list(self.isolation.sys_path),
+            "bounded": self.isolation.private_view,
+            "cgroup_fds": list(group.procs_fds) if group else [],
+            "oom_fd": group.oom_fd if group else None,
+            "memory_fds": list(group.memory_fds) if group and group.memory_fds else None,
         }
-        command = [sys.executable, "-I", "-S", "-c", _BOOT, json.dumps(payload)]
-        process = subprocess.Popen(command, pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL)
+        interpreter = os.path.realpath(sys.executable) if self.isolation.private_view else sys.executable
+        command = [*self.isolation.prefix, interpreter, "-I", "-S", "-c", _BOOT, str(job_r)]
+        inherited = (job_r, res_w, *(group.inherited_fds() if group else ()))
+        try:
+            process = subprocess.Popen(
+                command, pass_fds=inherited, stdin=subprocess.DEVNULL, env=dict(BASE_ENV), cwd="/"
+            )
+        except BaseException:
+            for fd in (job_r, job_w, res_r, res_w):
+                os.close(fd)
+            if group:
+                group.close()
+            raise
         os.close(job_r)
         os.close(res_w)
-        return _Worker(process, job_w, res_r)
+        if group:  # the worker holds its own copies
+            group.close_descriptors()
+        _send(job_w, payload)
+        return _Worker(process, job_w, res_r, group)
 
     def _retire(self, worker: _Worker) -> None:
         for fd in (worker.job_w, worker.res_r):
@@ -127,6 +264,8 @@ class SandboxPool:
                 os.close(fd)
         worker.process.kill()
         worker.process.wait()
+        if worker.cgroup:
+            worker.cgroup.close()
 
     def _replace(self, slot: int) -> None:
         self._retire(self._workers[slot])
@@ -175,9 +314,20 @@ class SandboxPool:
         """The result of the oldest job of worker `slot`; `killed` if the worker died (its other jobs go back)."""
         sent = inflight[slot]
         index, _ = sent.popleft()
-        message = _recv(self._workers[slot].res_r)
-        if message is not None:
-            return index, SandboxResult.from_dict(message)
+        worker = self._workers[slot]
+        header = _recv(worker.res_r, 1 << 20)
+        payload = None
+        if header is not None:
+            sizes = header.get("sizes")
+            if isinstance(sizes, list) and len(sizes) == 3 and sum(sizes) <= self._payload_limit:
+                payload = [_read_exactly(worker.res_r, n) if n else b"" for n in sizes]
+        if header is not None and payload is not None and None not in payload:
+            result = decode_result(header, *payload)  # type: ignore[arg-type]
+            if header.get("retire"):
+                queue.extendleft(reversed(sent))
+                sent.clear()
+                self._replace(slot)
+            return index, result
         queue.extendleft(reversed(sent))
         sent.clear()
         self._replace(slot)
@@ -188,13 +338,19 @@ class SandboxPool:
         return self.map([job])[0]
 
     def close(self) -> None:
-        """Stop the workers."""
+        """Stop the workers (their namespaces, files and processes go with them) and remove their cgroups."""
         workers, self._workers = self._workers, []
         for worker in workers:
             os.close(worker.job_w)
         for worker in workers:
             os.close(worker.res_r)
-            worker.process.wait()
+            try:
+                worker.process.wait(timeout=self.config.timeout_s + self.config.grace_s + 5.0)
+            except Exception:
+                worker.process.kill()
+                worker.process.wait()
+            if worker.cgroup:
+                worker.cgroup.close()
 
     def __enter__(self) -> SandboxPool:
         return self

@@ -1,23 +1,35 @@
-"""Supervise one job: fork it, enforce the timeout, capture capped output, clean up, decide the verdict."""
+"""Supervise one job: fork it, enforce the timeout, capture capped output, clean up, decide the verdict.
+
+The verdict comes from what this process observes: its own clock (timeout), the job's exit status and signal, the
+CPU-time signal and the cgroup's out-of-memory counter. The job's result descriptor is read only up to
+`max_result_bytes` (a job that writes more is killed at once) and handed on as raw bytes: the supervisor never
+decodes anything a job wrote.
+
+The supervisor keeps no job's data in Python objects: the job frame and everything read from the job's pipes go
+into buffers allocated once per worker and zeroed after every job, so a job forked later inherits no byte of an
+earlier one.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
-import shutil
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
-from kt_train.sandbox.job import BASE_ENV, JobContext, child_main
+from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR, SCRATCH_DIRS
+from kt_train.sandbox.cgroup import oom_kills
+from kt_train.sandbox.config import UID_BASE, SandboxConfig, Verdict
+from kt_train.sandbox.job import EXIT_ERROR, EXIT_MEMORY, JobContext, child_main
 from kt_train.sandbox.system import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_KEEPCAPS,
     PR_SET_NO_NEW_PRIVS,
+    _libc,
     address_space,
     job_limits,
     prctl,
@@ -28,21 +40,66 @@ from kt_train.sandbox.system import (
 _READ_CHUNK = 65536
 
 
-class _Capped:
-    """Bytes read from a pipe, at most `limit` of them kept."""
+class Buffer:
+    """A byte buffer allocated once, filled by readv (no bytes objects), zeroed after use."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int, initial: int = 65536) -> None:
         self.limit = limit
-        self.data = bytearray()
+        self.data = bytearray(min(limit, initial))
+        self.size = 0
         self.truncated = False
 
-    def add(self, chunk: bytes) -> None:
-        room = len(chunk) if self.limit is None else max(0, self.limit - len(self.data))
-        self.data += chunk[:room]
-        self.truncated |= room < len(chunk)
+    def _grow(self) -> None:
+        bigger = bytearray(min(self.limit, 2 * len(self.data)))
+        bigger[: self.size] = self.data[: self.size]
+        self.data[:] = bytes(len(self.data))
+        self.data = bigger
 
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
+    def read_from(self, fd: int, discard: bytearray) -> bool:
+        """Read once from `fd` (what is over the limit goes to `discard`); False at EOF."""
+        if self.size == len(self.data) and len(self.data) < self.limit:
+            self._grow()
+        if self.size < len(self.data):
+            got = os.readv(fd, [memoryview(self.data)[self.size :]])
+            self.size += got
+        else:
+            got = os.readv(fd, [discard])
+            self.truncated |= got > 0
+        return got > 0
+
+    def view(self) -> memoryview:
+        return memoryview(self.data)[: self.size]
+
+    def wipe(self) -> None:
+        self.data[: self.size] = bytes(self.size)
+        self.size = 0
+        self.truncated = False
+
+
+@dataclass
+class JobIO:
+    """A worker's buffers: the job frame, the job's stdout, stderr and result."""
+
+    frame: Buffer
+    out: Buffer
+    err: Buffer
+    res: Buffer
+    discard: bytearray
+
+    @classmethod
+    def for_config(cls, config: SandboxConfig) -> JobIO:
+        return cls(
+            Buffer(1 << 40),
+            Buffer(config.max_output_bytes),
+            Buffer(config.max_output_bytes),
+            Buffer(config.max_result_bytes + 1),  # one byte over the limit tells that the job wrote too much
+            bytearray(_READ_CHUNK),
+        )
+
+    def wipe(self) -> None:
+        for buffer in (self.frame, self.out, self.err, self.res):
+            buffer.wipe()
+        self.discard[:] = bytes(len(self.discard))
 
 
 def _exited(pidfd: int, timeout: float = 0.0) -> bool:
@@ -50,21 +107,22 @@ def _exited(pidfd: int, timeout: float = 0.0) -> bool:
     return bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
 
 
-def _read_ready(ready: list[int], streams: dict[int, _Capped]) -> None:
+def _read_ready(ready: list[int], streams: dict[int, Buffer], discard: bytearray) -> None:
     """Read once from each ready pipe; drop a pipe from `streams` at EOF."""
     for fd in ready:
-        chunk = os.read(fd, _READ_CHUNK)
-        if chunk:
-            streams[fd].add(chunk)
-        else:
+        if not streams[fd].read_from(fd, discard):
             os.close(fd)
             del streams[fd]
 
 
-def _pump(streams: dict[int, _Capped], timeout: float) -> None:
-    """Read what is ready on the pipes within `timeout` seconds."""
-    if streams:
-        _read_ready(select.select(list(streams), [], [], max(0.0, timeout))[0], streams)
+def _kill_job(context: JobContext, uid: int | None) -> None:
+    """SIGKILL every process the job may have left: inside the boundary, everything in the worker's pid namespace
+    but the worker and its init (kill(-1) from pid 2); else every process of the job's uid."""
+    if context.bounded:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+    elif uid is not None:
+        _kill_uid(uid)
 
 
 def _kill_uid(uid: int) -> None:
@@ -115,62 +173,47 @@ def _reap_all(timeout: float) -> None:
         time.sleep(0.002)
 
 
-def _terminate(pid: int, pidfd: int, config: SandboxConfig, uid: int | None) -> None:
-    """SIGTERM the job's process group; SIGKILL it and the job's uid after the grace period."""
-    _killpg(pid, signal.SIGTERM)
-    _exited(pidfd, config.grace_s)
-    if uid is not None:
-        _kill_uid(uid)
-    _killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _wait(pidfd: int, streams: dict[int, _Capped], deadline: float) -> bool:
-    """Read the pipes until the job process has exited; False on timeout. One select per wake-up."""
+def _wait(pidfd: int, streams: dict[int, Buffer], io: JobIO, res_r: int, deadline: float) -> str:
+    """Read the pipes until the job process has exited: 'exited', 'timeout' or 'overflow' (result over the cap)."""
     watched = [pidfd, *streams]
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return False
+            return "timeout"
         ready = select.select(watched, [], [], remaining)[0]
         if ready and ready[0] == pidfd:
-            return True
-        _read_ready(ready, streams)
+            return "exited"
+        _read_ready(ready, streams, io.discard)
+        if res_r in streams and io.res.size == io.res.limit:
+            return "overflow"
         watched = [pidfd, *streams]
 
 
-def _verdict_from_status(status: int, timed_out: bool) -> dict[str, Any]:
-    if timed_out:
-        return {"verdict": Verdict.TIMEOUT}
+def _verdict(status: int, ending: str, memory_killed: bool, config: SandboxConfig) -> tuple[Verdict, str | None]:
+    """The verdict from what the supervisor saw, and its own message (None: the job's report describes an error)."""
+    if ending == "timeout":
+        return Verdict.TIMEOUT, f"wall-clock limit of {config.timeout_s:g} s exceeded"
+    if ending == "overflow":
+        return Verdict.ERROR, f"the result is larger than max_result_bytes ({config.max_result_bytes})"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU:
-            return {"verdict": Verdict.TIMEOUT, "error_message": "CPU time limit exceeded"}
-        return {"verdict": Verdict.KILLED, "error_message": f"killed by signal {signal.Signals(sig).name}"}
+            return Verdict.TIMEOUT, "CPU time limit exceeded"
+        if memory_killed:
+            return Verdict.MEMORY, "killed at the memory limit of the job's cgroup"
+        return Verdict.KILLED, f"killed by signal {signal.Signals(sig).name}"
     code = os.waitstatus_to_exitcode(status)
-    return {"verdict": Verdict.KILLED, "error_message": f"exited with status {code} without reporting a result"}
-
-
-_OUTCOME_KEYS = {"verdict", "error_type", "error_message", "return_json"}
-
-
-def _decode_outcome(raw: bytes) -> dict[str, Any] | None:
-    """The job's report, or None if it is missing or malformed (the job may have written to the pipe itself)."""
-    try:
-        outcome = json.loads(raw)
-        if not isinstance(outcome, dict) or not set(outcome) <= _OUTCOME_KEYS:
-            return None
-        outcome["verdict"] = Verdict(outcome["verdict"])
-        if "return_json" in outcome:
-            outcome["return_value"] = json.loads(outcome.pop("return_json"))
-    except (ValueError, TypeError, KeyError):
-        return None
-    return outcome
+    if code == 0:
+        return Verdict.OK, None
+    if code == EXIT_ERROR:
+        return Verdict.ERROR, None
+    if code == EXIT_MEMORY:
+        return Verdict.MEMORY, None
+    return Verdict.KILLED, f"exited with status {code} without reporting a result"
 
 
 def _make_workdir(root: str) -> str:
-    """A new private directory under `root` with an unpredictable name."""
+    """A new private directory under `root` with an unpredictable name (weak isolation)."""
     while True:
         path = os.path.join(root, f"kt-sandbox-{os.urandom(6).hex()}")
         try:
@@ -180,16 +223,19 @@ def _make_workdir(root: str) -> str:
             continue
 
 
-def supervise(job: SandboxJob, context: JobContext) -> SandboxResult:
-    """Run one job in a fresh child process with a private directory, and remove the directory afterwards."""
-    workdir = _make_workdir(context.tmp_root)
+def supervise(context: JobContext, io: JobIO) -> dict[str, Any]:
+    """Run the job in `io.frame` in a fresh child process; the verdict header (the output stays in `io`)."""
+    workdir = JOB_DIR if not context.tmp_root else _make_workdir(context.tmp_root)
     try:
-        return _run_child(job, context, workdir)
+        return _run_child(context, io, workdir)
     finally:
-        _remove(workdir)
+        if context.tmp_root:
+            _remove(workdir)
+        else:
+            clean_scratch()
 
 
-def _run_child(job: SandboxJob, context: JobContext, workdir: str) -> SandboxResult:
+def _run_child(context: JobContext, io: JobIO, workdir: str) -> dict[str, Any]:
     """Fork the job process, collect its output and verdict, and kill whatever it left behind.
 
     Between fork and the job's exit this process runs as little Python as it can: every page it writes then is
@@ -198,69 +244,134 @@ def _run_child(job: SandboxJob, context: JobContext, workdir: str) -> SandboxRes
     config = context.config
     limits = job_limits(config, context.drop, address_space())
     (out_r, out_w), (err_r, err_w), (res_r, res_w) = os.pipe(), os.pipe(), os.pipe()
-    out, err, res = _Capped(config.max_output_bytes), _Capped(config.max_output_bytes), _Capped(None)
-    streams = {out_r: out, err_r: err, res_r: res}
+    streams = {out_r: io.out, err_r: io.err, res_r: io.res}
+    oom_before = oom_kills(context.oom_fd)
     sys.stdout.flush()
     sys.stderr.flush()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        child_main(job, context, workdir, (out_w, err_w, res_w), limits)
+        child_main(io.frame.view(), context, workdir, (out_w, err_w, res_w), limits)
     pidfd = os.pidfd_open(pid)
-    os.close(out_w)
-    os.close(err_w)
-    os.close(res_w)
-    finished = _wait(pidfd, streams, start + config.timeout_s)
     uid = UID_BASE + pid if context.drop else None
-    if finished:
+    ending, status = "timeout", 0
+    try:
+        os.close(out_w)
+        os.close(err_w)
+        os.close(res_w)
+        ending = _wait(pidfd, streams, io, res_r, start + config.timeout_s)
+        if ending == "timeout":
+            _killpg(pid, signal.SIGTERM)
+            _exited(pidfd, config.grace_s)
+    finally:
+        if ending != "exited":
+            _kill_job(context, uid)
         _killpg(pid, signal.SIGKILL)
-    else:
-        _terminate(pid, pidfd, config, uid)
-    _, status = os.waitpid(pid, 0)
-    os.close(pidfd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
     duration = time.monotonic() - start
-    _drain(streams, until_closed=res_r)  # a descendant that escaped the kill may still hold a pipe
-    outcome = _decode_outcome(bytes(res.data)) if finished else None
-    if outcome is None and uid is not None:
-        _kill_uid(uid)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)):
+        _kill_job(context, uid)  # it did not get to kill what it left behind
     _reap_all(config.grace_s + 1.0)
-    _drain(streams)
-    if outcome is None:
-        outcome = _verdict_from_status(status, timed_out=not finished)
-    return SandboxResult(
-        stdout=out.text(),
-        stderr=err.text(),
-        duration_s=round(duration, 6),
-        truncated=out.truncated or err.truncated,
-        **{**outcome, "verdict": Verdict(outcome["verdict"])},
-    )
+    _drain(streams, io)
+    verdict, message = _verdict(status, ending, oom_kills(context.oom_fd) > oom_before, config)
+    if message is not None:  # not an exit status the job's wrapper gives: its result descriptor is not read
+        io.res.wipe()
+    elif io.res.size > config.max_result_bytes:
+        verdict, message = Verdict.ERROR, f"the result is larger than max_result_bytes ({config.max_result_bytes})"
+        io.res.wipe()
+    return {
+        "verdict": str(verdict),
+        "message": message,
+        "duration_s": round(duration, 6),
+        "truncated": io.out.truncated or io.err.truncated,
+        "sizes": [io.out.size, io.err.size, io.res.size],
+    }
+
+
+def _drain(streams: dict[int, Buffer], io: JobIO, timeout: float = 0.2) -> None:
+    """Read the pipes to EOF for up to `timeout` seconds (all writers are dead), then close them."""
+    end = time.monotonic() + timeout
+    while streams:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            break
+        _read_ready(select.select(list(streams), [], [], remaining)[0], streams, io.discard)
+    for fd in streams:
+        os.close(fd)
+    streams.clear()
 
 
 def _remove(directory: str) -> None:
     try:
         os.rmdir(directory)  # the common case: the job wrote no files
     except OSError:
-        shutil.rmtree(directory, ignore_errors=True)
+        _remove_tree(directory)
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
 
 
-def _drain(streams: dict[int, _Capped], timeout: float = 0.2, until_closed: int | None = None) -> None:
-    """Read the pipes to EOF for up to `timeout` seconds (all writers are dead or about to be), then close them.
+def _remove_tree(path: str) -> None:
+    """Remove `path` whatever the job did to it (deep trees, odd modes): shutil first, `rm -rf` if that fails."""
+    import shutil
+    import subprocess
 
-    With `until_closed`, stop as soon as that pipe is at EOF and leave the others open.
-    """
-    end = time.monotonic() + timeout
-    while streams and (until_closed is None or until_closed in streams):
-        remaining = end - time.monotonic()
-        if remaining <= 0:
-            break
-        _pump(streams, remaining)
-    if until_closed is None:
-        for fd in streams:
-            os.close(fd)
-        streams.clear()
+    try:
+        shutil.rmtree(path)
+    except (OSError, RecursionError):
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", path], check=False, env=BASE_ENV)
 
 
-# ----- the pool
+class ScratchNotClean(RuntimeError):
+    """A job left something the worker could not remove: the worker must not run another job."""
+
+
+_SYSVIPC_FILES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+_SYSVIPC_REMOVERS = ("shmctl", "msgctl", "semctl")
+_sysvipc_fds: list[int | None] = []
+
+
+def clean_scratch() -> None:
+    """Empty /tmp and /dev/shm and remove SysV IPC objects: what the last job left inside the boundary."""
+    for directory in SCRATCH_DIRS:
+        names = os.listdir(directory)
+        if not names:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                _remove_tree(path)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+        if os.listdir(directory):
+            raise ScratchNotClean(f"the last job left files in {directory}")
+    _remove_sysv_ipc()
+
+
+def _remove_sysv_ipc() -> None:
+    """Remove every SysV shared-memory segment, message queue and semaphore set of this IPC namespace."""
+    if not _sysvipc_fds:
+        for path in _SYSVIPC_FILES:
+            try:
+                _sysvipc_fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                _sysvipc_fds.append(None)
+    for fd, remover in zip(_sysvipc_fds, _SYSVIPC_REMOVERS, strict=True):
+        if fd is None:
+            continue
+        rows = os.pread(fd, 1 << 16, 0).split(b"\n")[1:]
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                ident = int(fields[1])
+                args = (ident, 0, 0, 0) if remover == "semctl" else (ident, 0, None)  # IPC_RMID == 0
+                getattr(_libc(), remover)(*args)
+
+
+# ----- the worker
 
 
 def _default_tmp_dir() -> str:
@@ -282,15 +393,31 @@ def _streams_on_standard_fds() -> None:
             setattr(sys, name, open(fd, "w", closefd=False, encoding="utf-8", errors="backslashreplace"))  # noqa: SIM115
 
 
-def worker_context(config: SandboxConfig) -> JobContext:
-    """Set this worker up (subreaper, no new privileges, network namespace) and describe what its jobs inherit."""
+def worker_context(
+    config: SandboxConfig, bounded: bool, oom_fd: int | None = None, prelude: dict[str, Any] | None = None
+) -> JobContext:
+    """Set this worker up (subreaper, no new privileges, network) and describe what its jobs inherit.
+
+    `bounded`: the worker runs inside the boundary (its own namespaces, /tmp and /dev/shm private to it).
+    """
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    drop = config.drop_privileges and os.geteuid() == 0 and prctl(PR_SET_KEEPCAPS, 1)
-    block_net = not config.network and not unshare_network()
-    capability = read_search_capability() if drop else None
-    tmp_root = config.tmp_dir or _default_tmp_dir()
+    root = os.geteuid() == 0
+    drop = config.drop_privileges and root and (bounded or prctl(PR_SET_KEEPCAPS, 1))
+    block_net = not config.network and not bounded and not unshare_network()
+    capability = read_search_capability() if drop and not bounded else None
+    tmp_root = "" if bounded else config.tmp_dir or _default_tmp_dir()
     _streams_on_standard_fds()
     os.environ.clear()  # jobs see only this, plus HOME and TMPDIR: no secrets of the caller
     os.environ.update(BASE_ENV)
-    return JobContext(config, drop, capability, block_net, tmp_root, os.open(os.devnull, os.O_RDONLY))
+    return JobContext(
+        config,
+        drop,
+        block_net,
+        tmp_root,
+        os.open(os.devnull, os.O_RDONLY),
+        oom_fd=oom_fd,
+        bounded=bounded,
+        prelude=prelude,
+        capability=capability,
+    )

@@ -90,11 +90,12 @@ def set_limits(limits: Limits) -> None:
         resource.setrlimit(which, values)
 
 
-def drop_privileges(uid: int, capability: Any) -> None:
-    """Become `uid`/gid `uid` with no groups, keeping only CAP_DAC_READ_SEARCH (to import from root-only paths).
+def drop_privileges(uid: int, capability: Any = None) -> None:
+    """Become `uid`/gid `uid` with no groups and no capabilities (or, with `capability`, CAP_DAC_READ_SEARCH only).
 
-    The supervisor set PR_SET_KEEPCAPS, so the permitted set survives setresuid; capset then cuts it down, and a
-    failure there must stop the job (it would keep every capability).
+    Inside the boundary setresuid from root clears every capability. With weak isolation the supervisor set
+    PR_SET_KEEPCAPS so that the permitted set survives setresuid; capset then cuts it down to reading any file (to
+    import from root-only paths), and a failure there must stop the job (it would keep every capability).
     """
     os.setgroups([])
     os.setresgid(uid, uid, uid)

@@ -1,4 +1,4 @@
-"""`kt sandbox run FILE`: run a Python file in the sandbox and print the verdict as JSON (`--explain`: the isolation)."""
+"""`kt sandbox run FILE`: run a Python file in the sandbox, print the verdict as JSON; `--explain`: the isolation."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 DSL programs (SeqCoder output) are parsed and run by the DSL interpreter, which has no `exec` and bounded sizes.
 Python programs (prompted models) run in `kt_train.sandbox` (private filesystem view, own uid, no network, 5 s wall
-clock each), one process per candidate (`eval.kt.python_runner`), and must assign `output` a list of ints; only the head of `output` (the
-sequence's length plus a margin) comes back.
+clock each), one process per candidate (`eval.kt.python_runner`), and must assign `output` a list of ints; only the
+head of `output` (the sequence's length plus a margin) comes back.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def _preload_binds(preload: tuple[str, ...], roots: list[str]) -> dict[str, str]
         if spec is None or spec.origin in (None, "built-in", "frozen"):
             continue
         if spec.submodule_search_locations:
-            source = os.path.realpath(list(spec.submodule_search_locations)[0])
+            source = os.path.realpath(next(iter(spec.submodule_search_locations)))
             target = f"{INNER_ROOT}/{name}"
         else:
             source = os.path.realpath(spec.origin)

@@ -73,7 +73,8 @@ class SandboxConfig:
         sizes = (self.memory_mb, self.file_size_mb, self.max_processes, self.max_output_bytes, self.max_result_bytes)
         if min(*sizes, self.tmp_size_mb) <= 0:
             raise ValueError(
-                "memory_mb, file_size_mb, max_processes, max_output_bytes, max_result_bytes and tmp_size_mb must be > 0"
+                "memory_mb, file_size_mb, max_processes, max_output_bytes, max_result_bytes and tmp_size_mb "
+                "must be > 0"
             )
         if self.cpu_s is not None and self.cpu_s <= 0:
             raise ValueError("cpu_s must be > 0")

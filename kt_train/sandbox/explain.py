@@ -50,8 +50,8 @@ def explain(config: SandboxConfig | None = None) -> str:
     lines += [
         f"user: {uid}; PR_SET_NO_NEW_PRIVS; environment PATH, LANG, HOME, TMPDIR only",
         f"network: {'allowed' if config.network else 'none (empty network namespace)'}",
-        f"limits per process: address space {config.memory_mb} MiB over the interpreter's, CPU {config.cpu_limit_s} s, "
-        f"file size {config.file_size_mb} MiB, no core files",
+        f"limits per process: address space {config.memory_mb} MiB over the interpreter's, "
+        f"CPU {config.cpu_limit_s} s, file size {config.file_size_mb} MiB, no core files",
         "limits per job (cgroup): "
         + (", ".join(f"{k}={v}" for k, v in cgroup_limits.items()) if cgroup_limits else "none (no writable cgroup)"),
         f"wall clock: {config.timeout_s:g} s (+{config.grace_s:g} s grace); output kept: {config.max_output_bytes} "

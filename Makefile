@@ -8,9 +8,21 @@ STAMP := $(VENV)/.installed-$(EXTRAS)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup test test-fast demo quality bench clean
+.PHONY: setup system-packages test test-fast demo quality bench clean
 
-setup: $(STAMP)
+setup: system-packages $(STAMP)
+
+# bubblewrap: the sandbox's filesystem and namespace boundary (kt_train/sandbox/boundary.py). Installed with apt-get
+# where it is missing and we are root; otherwise the sandbox refuses to run and says so.
+system-packages:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing bubblewrap (apt-get)"; \
+			(apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+			 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null)); \
+		else \
+			echo "bubblewrap (bwrap) is missing: install it (e.g. sudo apt-get install bubblewrap) for the sandbox"; \
+		fi; }
 
 # torch first (the local CPU build), unless the venv already has one; then the project with its extras.
 $(STAMP): pyproject.toml

@@ -1,12 +1,14 @@
-"""KT checking throughput for Python completions: batched sandbox processes (the default) against one process per
-candidate, side by side, on the same completions (target: >= 1,000 completions/s on 2 cores).
+"""KT checking throughput for Python completions: one sandboxed process per candidate (this tree) against the checker
+before the sandbox boundary (`--baseline-ref`: batches of 32 candidates in one process, and one per process), side by
+side on the same completions (target: >= 1,000 completions/s on 2 cores).
 
 Completions are made from a synthetic KT set in the shapes prompted models write (paper 003, §5.3 and Fig. 12-18):
 the sequence as one literal, the literal split into parts that are concatenated, the DSL program rendered as Python
 functions, a few wrong, syntactically broken and failing programs; half are wrapped in the answer format with code
 fences. With `--completions FILE`, a JSONL of real model output in the official release's format (`prompt` holding
 "### Input Sequence:\\n[...]" and `generation`) is used instead. Timing covers extraction and checking (the pool's
-start-up is timed apart); every run's verdict counts must agree. Writes the `kt_check` section of docs/benchmarks.md.
+start-up is timed apart); every run's verdict counts must agree. Each pass runs in a fresh interpreter, the baseline
+from a temporary git worktree of its commit. Writes the `kt_check` section of docs/benchmarks.md.
 
     python bench/bench_kt_check.py                      # 6,000 completions, 3 alternated repeats (~1 min)
     python bench/bench_kt_check.py --completions /tmp/kt/o1_text.jsonl --no-doc
@@ -21,17 +23,23 @@ import random
 import statistics
 import sys
 import tempfile
-import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchutil import fmt_rate, invocation, machine_check, publish, run_header
+from benchutil import (
+    BEFORE_BOUNDARY,
+    REPO,
+    fmt_rate,
+    invocation,
+    machine_check,
+    publish,
+    run_header,
+    run_in_tree,
+    tree_at,
+)
 
 from dsl.parser import parse_program
 from dsl.program import render_python
-from eval.kt.checking import CandidateChecker, CheckConfig
-from eval.kt.completions import extract_code
 from eval.kt.dataset import load_kt_dataset
 from kt_train.cli import main as kt_main
 
@@ -102,26 +110,48 @@ class Run:
         return self.completions / self.wall_s
 
 
-def run_once(method: str, batch_size: int, completions: list[str], sequences: list[list[int]], repeat: int) -> Run:
-    start = time.perf_counter()
-    with CandidateChecker("python", CheckConfig(batch_size=batch_size, workers=2)) as checker:
-        checker.check(["output = [1]"] * 4, [[1]] * 4)  # the pools are up
-        started = time.perf_counter()
-        results = checker.check([extract_code(c) for c in completions], sequences)
-        wall = time.perf_counter() - started
-    verdicts = dict(sorted(Counter(r.verdict.value for r in results).items()))
-    return Run(method, repeat, wall, len(completions), verdicts, started - start)
+CHECK_PASS = """
+import time
+from collections import Counter
+from eval.kt.checking import CandidateChecker, CheckConfig
+from eval.kt.completions import extract_code
+options = {"workers": 2, **({"batch_size": payload["batch_size"]} if payload["batch_size"] else {})}
+start = time.perf_counter()
+with CandidateChecker("python", CheckConfig(**options)) as checker:
+    checker.check(["output = [1]"] * 4, [[1]] * 4)  # the pools are up
+    started = time.perf_counter()
+    results = checker.check([extract_code(c) for c in payload["completions"]], payload["sequences"])
+    wall = time.perf_counter() - started
+verdicts = dict(sorted(Counter(r.verdict.value for r in results).items()))
+print(json.dumps({"wall": wall, "startup": started - start, "verdicts": verdicts}))
+"""
 
 
-def measure(completions: list[str], sequences: list[list[int]], repeats: int, batch_size: int) -> list[Run]:
-    methods = [(f"batches of {batch_size}", batch_size), ("one process per candidate", 1)]
+def run_once(
+    method: str, tree: Path, batch_size: int | None, completions: list[str], sequences: list[list[int]], repeat: int
+) -> Run:
+    payload = {"batch_size": batch_size, "completions": completions, "sequences": sequences}
+    done = run_in_tree(tree, CHECK_PASS, payload)
+    return Run(method, repeat, done["wall"], len(completions), done["verdicts"], done["startup"])
+
+
+CURRENT = "one process per candidate"
+
+
+def measure(completions: list[str], sequences: list[list[int]], repeats: int, baseline: Path, ref: str) -> list[Run]:
+    methods = [
+        (CURRENT, REPO, None),
+        (f"batches of 32 at {ref}", baseline, 32),
+        (f"one per process at {ref}", baseline, 1),
+    ]
     runs = []
     for repeat in range(1, repeats + 1):
-        for method, size in methods if repeat % 2 else methods[::-1]:
+        shift = (repeat - 1) % len(methods)
+        for method, tree, size in methods[shift:] + methods[:shift]:
             # distinct texts per repeat: identical programs are checked once, which would flatter the figures
             tagged = [f"{c}\n# {repeat}" if "```" not in c else c.replace("\n```", f"\n# {repeat}\n```", 1)
                       for c in completions]  # fmt: skip
-            run = run_once(method, size, tagged, sequences, repeat)
+            run = run_once(method, tree, size, tagged, sequences, repeat)
             print(f"{method}, repeat {repeat}: {run.wall_s:.2f} s, {run.rate:,.0f}/s {run.verdicts}", file=sys.stderr)
             runs.append(run)
     if len({json.dumps(r.verdicts) for r in runs}) != 1:
@@ -129,10 +159,11 @@ def measure(completions: list[str], sequences: list[list[int]], repeats: int, ba
     return runs
 
 
-def report(runs: list[Run], command: str, source: str, machine: str, batch_size: int) -> str:
+def report(runs: list[Run], command: str, source: str, machine: str, ref: str) -> str:
+    current = statistics.median(r.rate for r in runs if r.method == CURRENT)
     batched = statistics.median(r.rate for r in runs if r.method.startswith("batches"))
-    alone = statistics.median(r.rate for r in runs if r.method.startswith("one process"))
-    startup = statistics.median(r.startup_s for r in runs)
+    alone = statistics.median(r.rate for r in runs if r.method.startswith("one per process"))
+    startup = statistics.median(r.startup_s for r in runs if r.method == CURRENT)
     return "\n".join(
         [
             *run_header(command),
@@ -143,15 +174,22 @@ def report(runs: list[Run], command: str, source: str, machine: str, batch_size:
             "",
             "| target | measured | met |",
             "|---|---:|---|",
-            f"| >= {TARGET:,.0f} completions/s on 2 cores | {fmt_rate(batched)} (median; one process per candidate: "
-            f"{fmt_rate(alone)}, {batched / alone:.1f}x slower) | {'yes' if batched >= TARGET else 'no'} |",
+            f"| >= {TARGET:,.0f} completions/s on 2 cores | {fmt_rate(current)} (median) | "
+            f"{'yes' if current >= TARGET else 'no'} |",
+            f"| no more than 10% below batches of 32 at {ref} | {current / batched:.2f}x ({fmt_rate(current)} vs "
+            f"{fmt_rate(batched)}, medians) | {'yes' if current >= 0.9 * batched else 'no'} |",
+            f"| against one process per candidate at {ref} | {current / alone:.2f}x ({fmt_rate(current)} vs "
+            f"{fmt_rate(alone)}) | |",
             "",
             f"- Completions: {source}. Verdicts (every run agreed): {runs[0].verdicts}.",
-            f"- Both methods: `CandidateChecker('python', CheckConfig(workers=2, batch_size=...))`, 5 s per program, "
-            f"512 MiB, own uid when root, private directory, no network; extraction included; pool start-up "
-            f"({startup * 1000:.0f} ms median) excluded. Batches run up to {batch_size} candidates in one sandboxed "
-            "process with builtins, modules and interpreter hooks put back between them "
-            "(`eval/kt/python_runner.py`); a batch that fails to report reruns its candidates one per process.",
+            f"- {CURRENT}: `CandidateChecker('python', CheckConfig(workers=2))`, 5 s per program, 512 MiB, each "
+            "candidate a sandbox job of its own forked from a worker that ran the checking code once (private "
+            "filesystem view, namespaces, cgroup, own uid; `eval/kt/python_runner.py`); extraction included; pool "
+            f"start-up ({startup * 1000:.0f} ms median) excluded.",
+            f"- At {ref} (before the boundary): batches of up to 32 candidates in one sandboxed process with "
+            "builtins, modules and interpreter hooks put back between them (given up: a candidate could read a "
+            "batch-mate's output or replace the checking function), and one process per candidate; no filesystem "
+            "view.",
             "- Infinite loops are not in the mix: each costs its 5 s timeout whatever the method.",
             f"- {machine}",
         ]
@@ -163,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=6000, help="synthetic completions")
     parser.add_argument("--completions", type=Path, help="JSONL of real completions (official release format)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=CheckConfig().batch_size)
+    parser.add_argument("--baseline-ref", default=BEFORE_BOUNDARY, help="commit whose checker is the baseline")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing the doc")
     args = parser.parse_args(argv)
@@ -178,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
             "split literal, 25% the DSL program as Python functions, 8% wrong by one element, 4% cut off (syntax "
             "error), 3% NameError; half in the answer format with fences"
         )
-    runs = measure(completions, sequences, args.repeats, args.batch_size)
-    body = report(runs, invocation("bench_kt_check.py", argv), source, machine, args.batch_size)
+    with tree_at(args.baseline_ref) as baseline:
+        runs = measure(completions, sequences, args.repeats, baseline, args.baseline_ref)
+    body = report(runs, invocation("bench_kt_check.py", argv), source, machine, args.baseline_ref)
     return publish(KEY, body, args.no_doc)
 
 

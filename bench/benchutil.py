@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import os
 import platform
 import re
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,3 +329,32 @@ def publish(key: str, body: str, no_doc: bool) -> int:
         update_doc(key, body)
         print(f"wrote the {key} section of {DOC}", file=sys.stderr)
     return 0
+
+
+BEFORE_BOUNDARY = "758a2ac"
+"""The last commit before the sandbox boundary (issue 15): the baseline the sandbox benchmarks measure against."""
+
+
+@contextlib.contextmanager
+def tree_at(ref: str) -> Iterator[Path]:
+    """A temporary checkout (git worktree, detached) of `ref`, removed afterwards."""
+    target = Path(tempfile.mkdtemp(prefix="kt-bench-baseline-"))
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(target), ref], check=True,
+                   capture_output=True)  # fmt: skip
+    try:
+        yield target
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(target)], capture_output=True)
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def run_in_tree(tree: Path, snippet: str, payload: object) -> dict:
+    """Run `snippet` in a fresh interpreter with `tree` first on sys.path; it reads the JSON `payload` from stdin
+    (as `payload`) and prints one JSON object, which is returned."""
+    code = f"import json, sys\nsys.path.insert(0, {str(tree)!r})\npayload = json.loads(sys.stdin.read())\n{snippet}"
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(payload), capture_output=True, text=True, cwd=tree, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the measurement in {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -23,7 +23,8 @@ from kt_train.sandbox import Verdict as SandboxVerdict
 # Run once per worker: `kt_check` runs one candidate in a fresh namespace and returns the head of its `output`
 # (statuses: ok, no_output, bad_output; errors surface as the sandbox's verdicts).
 CHECK_SOURCE = """
-def kt_check(code, keep):
+def kt_check(code, keep, type=type, list=list, int=int, len=len, exec=exec, compile=compile):
+    # the builtins are bound here: a candidate that replaces them (in its own process) cannot change this report
     namespace = {"__name__": "__main__"}
     exec(compile(code, "<candidate>", "exec"), namespace)
     if "output" not in namespace:
@@ -33,7 +34,7 @@ def kt_check(code, keep):
         return {"status": "bad_output", "error": "output is a " + type(output).__name__ + ", not a list"}
     head = output[:keep]
     for value in head:
-        if type(value) is not int and not isinstance(value, int):
+        if type(value) is not int and type(value) is not bool:
             return {"status": "bad_output", "error": "output holds a " + type(value).__name__}
     return {"status": "ok", "output": [int(v) for v in head], "length": len(output)}
 """

@@ -9,6 +9,7 @@ could have returned anyway; a job killed, timed out or exiting otherwise never h
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -69,7 +70,20 @@ def _describe(exc: BaseException) -> bytes:
 
 
 def _execute(job: SandboxJob, prelude: dict[str, Any]) -> tuple[int, bytes]:
-    """Run the job in this process: its exit status and what goes on the result descriptor."""
+    """Run the job in this process: its exit status and what goes on the result descriptor.
+
+    The builtins are put back before the outcome is encoded, so that code which replaced them (isinstance, say)
+    still gets the verdict it earned; anything else it breaks in its own process can only spoil its own verdict.
+    """
+    saved = dict(builtins.__dict__)
+    try:
+        return _run(job, prelude, saved)
+    finally:
+        builtins.__dict__.clear()
+        builtins.__dict__.update(saved)
+
+
+def _run(job: SandboxJob, prelude: dict[str, Any], saved: dict[str, Any]) -> tuple[int, bytes]:
     namespace: dict[str, Any] = {**prelude, "__name__": "__main__" if job.function is None else "__sandbox__"}
     try:
         if job.code:
@@ -80,6 +94,7 @@ def _execute(job: SandboxJob, prelude: dict[str, Any]) -> tuple[int, bytes]:
         if not callable(function):
             raise NameError(f"the code defines no function {job.function!r}")
         value = function(*job.args)
+        builtins.__dict__.update(saved)
         try:
             return 0, json.dumps(value).encode()
         except (TypeError, ValueError, RecursionError) as exc:
@@ -89,9 +104,10 @@ def _execute(job: SandboxJob, prelude: dict[str, Any]) -> tuple[int, bytes]:
         return EXIT_MEMORY, _describe(exc)
     except SystemExit as exc:
         if exc.code in (None, 0):
-            return 0, b""
+            return 0, b"" if job.function is None else b"null"  # a function job always reports a value
         return EXIT_ERROR, json.dumps({"error_type": "SystemExit", "error_message": str(exc.code)[:2000]}).encode()
     except BaseException as exc:
+        builtins.__dict__.update(saved)
         _print_traceback(exc)
         return EXIT_ERROR, _describe(exc)
 

@@ -155,8 +155,13 @@ def _job_report(raw: bytes) -> tuple[str | None, str | None]:
     return kind, message[:2000] if isinstance(message, str) else None
 
 
-def decode_result(header: dict[str, Any], out: bytes, err: bytes, res: bytes) -> SandboxResult:
-    """A SandboxResult from the supervisor's header and the job's raw bytes (decoded here, outside the boundary)."""
+def decode_result(
+    header: dict[str, Any], out: bytes, err: bytes, res: bytes, expects_value: bool = False
+) -> SandboxResult:
+    """A SandboxResult from the supervisor's header and the job's raw bytes (decoded here, outside the boundary).
+
+    `expects_value`: a function job, whose wrapper always reports a JSON value; exiting with status 0 and no value
+    means the code ended its process itself (os._exit) before it returned."""
     verdict, message = Verdict(header["verdict"]), header.get("message")
     result = SandboxResult(
         verdict,
@@ -166,7 +171,10 @@ def decode_result(header: dict[str, Any], out: bytes, err: bytes, res: bytes) ->
         truncated=bool(header.get("truncated")),
         error_message=message,
     )
-    if verdict == Verdict.OK and res:
+    if verdict == Verdict.OK and expects_value and not res:
+        result.verdict = Verdict.KILLED
+        result.error_message = "exited with status 0 without reporting a result"
+    elif verdict == Verdict.OK and res:
         try:
             result.return_value = json.loads(res)
         except (ValueError, RecursionError):
@@ -209,6 +217,7 @@ class SandboxPool:
             raise ValueError(f"cannot preload missing module(s): {', '.join(missing)}")
         self.isolation = isolation(self.config, self.preload)
         self._spawned = 0
+        self._functions: list[bool] = []  # per job of the current map: a function job (it reports a value)
         limit = 2 * self.config.max_output_bytes + self.config.max_result_bytes + 1
         self._payload_limit = limit
         self._workers: list[_Worker] = []
@@ -273,6 +282,8 @@ class SandboxPool:
 
     def map(self, jobs: Iterable[SandboxJob | str], progress: bool = False) -> list[SandboxResult]:
         """Run the jobs (a str is a script) on all workers; the results in the order of the jobs."""
+        jobs = [SandboxJob(j) if isinstance(j, str) else j for j in jobs]
+        self._functions = [job.function is not None for job in jobs]
         queue = deque((i, _encode_job(j)) for i, j in enumerate(jobs))
         results: list[SandboxResult | None] = [None] * len(queue)
         bar = _progress_bar(len(queue)) if progress else None
@@ -322,7 +333,7 @@ class SandboxPool:
             if isinstance(sizes, list) and len(sizes) == 3 and sum(sizes) <= self._payload_limit:
                 payload = [_read_exactly(worker.res_r, n) if n else b"" for n in sizes]
         if header is not None and payload is not None and None not in payload:
-            result = decode_result(header, *payload)  # type: ignore[arg-type]
+            result = decode_result(header, *payload, expects_value=self._functions[index])  # type: ignore[arg-type]
             if header.get("retire"):
                 queue.extendleft(reversed(sent))
                 sent.clear()

@@ -92,7 +92,7 @@ HOSTILE = {
     "exception": ("output = [1 // 0]", Verdict.RUNTIME_ERROR),
     "hard exit": ("import os\nos._exit(0)", Verdict.KILLED),
     "kills its parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\noutput = [1, 2, 3, 4]", None),
-    "reads a secret": ("output = list(open('/etc/hostname', 'rb').read())", Verdict.WRONG_OUTPUT),
+    "reads a host file": ("output = list(open('/etc/hostname', 'rb').read())", Verdict.RUNTIME_ERROR),
     "network": (
         "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)\noutput = []",
         Verdict.RUNTIME_ERROR,
@@ -109,10 +109,9 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("batch_size", [1, 32])
-def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on(batch_size: int) -> None:
+def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on() -> None:
     names = list(HOSTILE)
-    config = CheckConfig(timeout_s=1.0, memory_mb=256, workers=2, batch_size=batch_size)
+    config = CheckConfig(timeout_s=1.0, memory_mb=256, workers=2)
     with CandidateChecker("python", config) as checker:
         results = checker.check([HOSTILE[n][0] for n in names], [SEQ] * len(names))
         again = checker.check(["output = [1, 2, 3, 4]"], [SEQ])  # the pool still works afterwards
@@ -139,19 +138,19 @@ PATCHERS = [
 ]
 
 
-def test_a_batch_puts_builtins_modules_and_hooks_back_between_candidates() -> None:
-    from eval.kt.python_runner import BATCH_SOURCE
-    from kt_train.sandbox import SandboxJob, SandboxPool
-    from kt_train.sandbox import Verdict as SandboxVerdict
-
-    with SandboxPool(workers=1) as pool:  # one batch, run directly: it must report (no fallback to lone jobs)
-        result = pool.run(SandboxJob(BATCH_SOURCE, "kt_check_batch", [PATCHERS, [5] * len(PATCHERS), 2.0, 5.0]))
-    assert result.verdict == SandboxVerdict.OK, result
-    assert [s["status"] for s in result.return_value] == ["ok"] * 5
-    assert [s["output"] for s in result.return_value] == [[9]] + [[1, 2, 3, 4]] * 4
-    with CandidateChecker("python", CheckConfig(batch_size=32)) as checker:
+def test_a_candidate_that_patches_builtins_and_modules_changes_no_other_verdict() -> None:
+    """Each candidate runs in its own process: patching builtins, modules and hooks affects nobody else."""
+    with CandidateChecker("python", CheckConfig(workers=1)) as checker:
         verdicts = [r.verdict for r in checker.check(PATCHERS, [SEQ] * len(PATCHERS))]
     assert verdicts == [Verdict.WRONG_OUTPUT] + [Verdict.CORRECT] * 4
+
+
+def test_a_candidate_cannot_fake_its_output_length_by_patching_len() -> None:
+    code = "import builtins\nbuiltins.len = lambda x: 4\noutput = [1, 2, 3, 4, 5, 6]"
+    with CandidateChecker("python", CheckConfig(workers=1)) as checker:
+        (result,) = checker.check([code], [SEQ])
+    assert result.verdict == Verdict.WRONG_OUTPUT
+    assert result.output_length == 6
 
 
 def test_identical_programs_run_once_but_are_judged_per_sequence() -> None:

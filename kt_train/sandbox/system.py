@@ -79,6 +79,7 @@ def job_limits(config: SandboxConfig, own_uid: bool, base_address_space: int) ->
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),
         (resource.RLIMIT_FSIZE, (file_size, file_size)),
         (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_MSGQUEUE, (0, 0)),  # no POSIX message queues (they would outlive the job)
     ]
     if own_uid:
         limits.append((resource.RLIMIT_NPROC, (config.max_processes, config.max_processes)))

@@ -35,8 +35,8 @@ SCRATCH_DIRS = ("/tmp", "/dev/shm")
 """Every place inside the boundary a job can write to; the worker empties them after each job."""
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 """The whole environment of a worker (jobs add HOME and TMPDIR)."""
-_WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_CHOWN", "CAP_SYS_ADMIN")
-# CAP_SYS_ADMIN: writing the job's own pid into its cgroup from inside the mount namespace; jobs drop all of them.
+_WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_CHOWN")
+"""What the worker keeps (jobs as other uids, killing and cleaning up after them); jobs keep none."""
 
 
 class SandboxUnavailable(RuntimeError):

@@ -21,7 +21,7 @@ from typing import Any
 
 from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob
-from kt_train.sandbox.system import Limits, disarm_sockets, drop_privileges, set_limits
+from kt_train.sandbox.system import Limits, disarm_sockets, drop_privileges, set_capabilities, set_limits
 
 RESULT_FD = 3
 EXIT_ERROR = 113
@@ -47,6 +47,8 @@ def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: L
     set_limits(limits)
     if uid is not None:
         drop_privileges(uid, context.capability)
+    elif context.capability is not None:  # the worker's uid (drop_privileges off): still no capabilities
+        set_capabilities(context.capability)
     if context.block_net:
         disarm_sockets()
 

@@ -32,6 +32,7 @@ from kt_train.sandbox.system import (
     _libc,
     address_space,
     job_limits,
+    no_capabilities,
     prctl,
     read_search_capability,
     unshare_network,
@@ -272,8 +273,8 @@ def _run_child(context: JobContext, io: JobIO, workdir: str) -> dict[str, Any]:
         _, status = os.waitpid(pid, 0)
         os.close(pidfd)
     duration = time.monotonic() - start
-    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)):
-        _kill_job(context, uid)  # it did not get to kill what it left behind
+    if context.bounded or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)):
+        _kill_job(context, uid)  # inside the boundary a single kill(-1); else only if the job could not do it
     _reap_all(config.grace_s + 1.0)
     _drain(streams, io)
     verdict, message = _verdict(status, ending, oom_kills(context.oom_fd) > oom_before, config)
@@ -405,7 +406,10 @@ def worker_context(
     root = os.geteuid() == 0
     drop = config.drop_privileges and root and (bounded or prctl(PR_SET_KEEPCAPS, 1))
     block_net = not config.network and not bounded and not unshare_network()
-    capability = read_search_capability() if drop and not bounded else None
+    if drop:
+        capability = None if bounded else read_search_capability()
+    else:
+        capability = no_capabilities() if bounded and root else None
     tmp_root = "" if bounded else config.tmp_dir or _default_tmp_dir()
     _streams_on_standard_fds()
     os.environ.clear()  # jobs see only this, plus HOME and TMPDIR: no secrets of the caller

@@ -110,3 +110,14 @@ def read_search_capability() -> Any:
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
     bit = 1 << _CAP_DAC_READ_SEARCH
     return header, (ctypes.c_uint32 * 6)(bit, bit, 0, 0, 0, 0)  # effective, permitted, inheritable (x2)
+
+
+def no_capabilities() -> Any:
+    """capset(2) arguments that clear every capability, built before forking."""
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    return header, (ctypes.c_uint32 * 6)(0, 0, 0, 0, 0, 0)
+
+
+def set_capabilities(capability: Any) -> None:
+    if _libc().capset(*capability) != 0:
+        raise PermissionError(f"capset failed: {os.strerror(ctypes.get_errno())}")

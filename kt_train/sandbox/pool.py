@@ -138,10 +138,6 @@ def _send_result(fd: int, header: dict[str, Any], io: JobIO) -> None:
         write_all(fd, buffer.view())
 
 
-def _text(data: bytes, limit: int = 2000) -> str:
-    return data.decode("utf-8", errors="replace")[:limit] if limit else data.decode("utf-8", errors="replace")
-
-
 def _job_report(raw: bytes) -> tuple[str | None, str | None]:
     """The error type and message a job reported (untrusted: strings only, capped)."""
     try:
@@ -165,8 +161,8 @@ def decode_result(
     verdict, message = Verdict(header["verdict"]), header.get("message")
     result = SandboxResult(
         verdict,
-        stdout=_text(out, 0),
-        stderr=_text(err, 0),
+        stdout=out.decode("utf-8", errors="replace"),
+        stderr=err.decode("utf-8", errors="replace"),
         duration_s=float(header.get("duration_s", 0.0)),
         truncated=bool(header.get("truncated")),
         error_message=message,

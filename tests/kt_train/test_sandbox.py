@@ -249,3 +249,38 @@ def test_cli_prints_the_verdict(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stdout == ""
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+CALLER = """
+import sys
+from kt_train.sandbox import SandboxConfig, SandboxPool
+pool = SandboxPool(workers=2, config=SandboxConfig(timeout_s=60))
+print("up", flush=True)
+pool.map(["import os, time\\nos.fork() or os.setsid()\\ntime.sleep(100)"] * 2)
+"""
+
+
+def _stale_cgroups(pid: int) -> list[str]:
+    from kt_train.sandbox.cgroup import NAME_PREFIX, ROOT
+
+    found = []
+    for directory, names, _ in os.walk(ROOT):
+        found += [os.path.join(directory, n) for n in names if n.startswith(f"{NAME_PREFIX}{pid}-")]
+        if directory.count("/") > 8:
+            names.clear()
+    return found
+
+
+def test_kill_9_of_the_caller_leaves_no_job_running() -> None:
+    before = _host_processes()
+    caller = subprocess.Popen([sys.executable, "-c", CALLER], stdout=subprocess.PIPE, text=True, cwd=Path.cwd())
+    assert caller.stdout is not None and caller.stdout.readline() == "up\n"
+    time.sleep(1.0)  # the jobs (and their setsid children) are running
+    assert _host_processes() > before + 4
+    caller.kill()
+    caller.wait()
+    _assert_host_back_to(before)
+    if IS_ROOT:
+        with SandboxPool(workers=1) as pool:  # a new pool removes the cgroups the killed one left
+            assert pool.run("pass").verdict == Verdict.OK
+        assert _stale_cgroups(caller.pid) == []

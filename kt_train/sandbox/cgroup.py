@@ -14,15 +14,19 @@ the rlimits only, and `kt sandbox run --explain` says so.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 import os
 import time
 from dataclasses import dataclass, field
 
 from kt_train.sandbox.config import SandboxConfig
 
+logger = logging.getLogger(__name__)
 ROOT = "/sys/fs/cgroup"
 NAME_PREFIX = "kt-sandbox-"
 HEADROOM_MB = 64
+_SERIAL = itertools.count()  # cgroup names are unique within this process, whatever the number of pools
 _CPU_PERIOD_US = 100_000
 
 
@@ -106,11 +110,11 @@ class JobCgroup:
 
     @classmethod
     def create(cls, config: SandboxConfig, tag: str) -> JobCgroup | None:
-        """A new cgroup named after this process and `tag`; None where none can be made."""
+        """A new cgroup named after this process, `tag` and a counter; None where none can be made."""
         if os.geteuid() != 0 or not os.path.isdir(ROOT):
             return None
         group = cls()
-        name = f"{NAME_PREFIX}{os.getpid()}-{tag}"
+        name = f"{NAME_PREFIX}{os.getpid()}-{tag}-{next(_SERIAL)}"
         own = _own_paths()
         try:
             if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):  # cgroup v2 only
@@ -127,7 +131,8 @@ class JobCgroup:
                             oom_file="memory.oom_control" if memory else "",
                             memory_files=("memory.usage_in_bytes", "memory.limit_in_bytes") if memory else None,
                         )
-        except OSError:
+        except OSError as exc:
+            logger.warning("no cgroup for the sandbox's jobs (%s): memory and process limits per process only", exc)
             group.close()
             return None
         if not group.dirs:

@@ -353,23 +353,39 @@ def clean_scratch() -> None:
 
 
 def _remove_sysv_ipc() -> None:
-    """Remove every SysV shared-memory segment, message queue and semaphore set of this IPC namespace."""
+    """Remove every SysV shared-memory segment, message queue and semaphore set of this IPC namespace.
+
+    IPC_RMID needs the owner (or CAP_SYS_ADMIN, which the worker does not keep): a helper running as the owner's uid
+    removes them."""
     if not _sysvipc_fds:
         for path in _SYSVIPC_FILES:
             try:
                 _sysvipc_fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
             except OSError:
                 _sysvipc_fds.append(None)
+    objects: list[tuple[str, int, int]] = []
     for fd, remover in zip(_sysvipc_fds, _SYSVIPC_REMOVERS, strict=True):
         if fd is None:
             continue
-        rows = os.pread(fd, 1 << 16, 0).split(b"\n")[1:]
+        header, *rows = os.pread(fd, 1 << 16, 0).split(b"\n")
+        columns = header.split()
         for row in rows:
             fields = row.split()
-            if len(fields) > 1:
-                ident = int(fields[1])
-                args = (ident, 0, 0, 0) if remover == "semctl" else (ident, 0, None)  # IPC_RMID == 0
-                getattr(_libc(), remover)(*args)
+            if len(fields) == len(columns):
+                objects.append((remover, int(fields[1]), int(fields[columns.index(b"uid")])))
+    for uid in {uid for _, _, uid in objects}:
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                for remover, ident, owner in objects:
+                    if owner == uid:
+                        args = (ident, 0, 0, 0) if remover == "semctl" else (ident, 0, None)  # IPC_RMID == 0
+                        getattr(_libc(), remover)(*args)
+            finally:
+                os._exit(0)
+        os.waitpid(helper, 0)
 
 
 # ----- the worker

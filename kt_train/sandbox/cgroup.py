@@ -70,6 +70,8 @@ def _remove_stale(base: str) -> None:
                         os.rmdir(os.path.join(base, name))
 
 
+_V1_MEMORY_FILES = ("memory.oom_control", "memory.usage_in_bytes", "memory.limit_in_bytes")
+_V2_MEMORY_FILES = ("memory.events", "memory.current", "memory.max")
 WORKER_START_MB = 512  # the memory limit while the worker starts (it sets the real one itself)
 
 
@@ -123,14 +125,7 @@ class JobCgroup:
                 for controller, settings in _v1_settings(config).items():
                     base = os.path.join(ROOT, controller, own.get(controller, "/").lstrip("/"))
                     if os.access(base, os.W_OK):
-                        memory = controller == "memory"
-                        group._add(
-                            base,
-                            name,
-                            settings,
-                            oom_file="memory.oom_control" if memory else "",
-                            memory_files=("memory.usage_in_bytes", "memory.limit_in_bytes") if memory else None,
-                        )
+                        group._add(base, name, settings, _V1_MEMORY_FILES if controller == "memory" else None)
         except OSError as exc:
             logger.warning("no cgroup for the sandbox's jobs (%s): memory and process limits per process only", exc)
             group.close()
@@ -139,14 +134,8 @@ class JobCgroup:
             return None
         return group
 
-    def _add(
-        self,
-        base: str,
-        name: str,
-        settings: dict[str, str],
-        oom_file: str = "",
-        memory_files: tuple[str, str] | None = None,
-    ) -> None:
+    def _add(self, base: str, name: str, settings: dict[str, str], memory: tuple[str, str, str] | None) -> None:
+        """Make the cgroup `name` under `base` with `settings`; `memory`: its OOM-counter, usage and limit files."""
         _remove_stale(base)
         path = os.path.join(base, name)
         os.mkdir(path)
@@ -155,10 +144,9 @@ class JobCgroup:
             _write(os.path.join(path, key), value)
             self.limits[key] = value
         self.procs_fds.append(os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC))
-        if oom_file:
-            self.oom_fd = os.open(os.path.join(path, oom_file), os.O_RDONLY | os.O_CLOEXEC)
-        if memory_files:
-            usage, limit = (os.path.join(path, f) for f in memory_files)
+        if memory:
+            oom, usage, limit = (os.path.join(path, f) for f in memory)
+            self.oom_fd = os.open(oom, os.O_RDONLY | os.O_CLOEXEC)
             self.memory_fds = (os.open(usage, os.O_RDONLY | os.O_CLOEXEC), os.open(limit, os.O_WRONLY | os.O_CLOEXEC))
 
     def _add_v2(self, base: str, name: str, config: SandboxConfig) -> None:
@@ -166,14 +154,7 @@ class JobCgroup:
             enabled = set(f.read().split())
         settings = {k: v for c, s in _v2_settings(config).items() if c in enabled for k, v in s.items()}
         if settings:
-            memory = "memory" in enabled
-            self._add(
-                base,
-                name,
-                settings,
-                oom_file="memory.events" if memory else "",
-                memory_files=("memory.current", "memory.max") if memory else None,
-            )
+            self._add(base, name, settings, _V2_MEMORY_FILES if "memory" in enabled else None)
 
     def inherited_fds(self) -> list[int]:
         """Every descriptor the worker needs."""

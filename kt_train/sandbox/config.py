@@ -45,6 +45,10 @@ class SandboxConfig:
         default=16 * 1024 * 1024,
         metadata={"help": "largest result (JSON bytes) a job may report; a larger one is cut off and is an error"},
     )
+    max_result_values: int = field(
+        default=100_000,
+        metadata={"help": "most JSON values (lists, objects, items) a result may hold: its decoding is bounded too"},
+    )
     tmp_size_mb: int = field(
         default=64, metadata={"help": "size (MiB) of each private writable tmpfs a worker's jobs see (/tmp, /dev/shm)"}
     )
@@ -64,7 +68,11 @@ class SandboxConfig:
         },
     )
     drop_privileges: bool = field(
-        default=True, metadata={"help": "when root, run each job as a uid of its own (UID_BASE + pid)"}
+        default=True,
+        metadata={
+            "help": "when root, run jobs as a uid of their own: per worker inside the boundary (UID_BASE + the "
+            "worker's host pid; one job at a time, everything of the uid removed between jobs), else UID_BASE + pid"
+        },
     )
 
     def __post_init__(self) -> None:

@@ -46,7 +46,9 @@ def explain(config: SandboxConfig | None = None) -> str:
         ]
     else:
         lines.append("visible: the whole host filesystem (weak isolation: no private view)")
-    uid = "a uid of its own per job (UID_BASE + pid), no capabilities" if os.geteuid() == 0 else "the caller's uid"
+    uid = (
+        "a uid no other running job has (one per worker), no capabilities" if os.geteuid() == 0 else "the caller's uid"
+    )
     lines += [
         f"user: {uid}; PR_SET_NO_NEW_PRIVS; environment PATH, LANG, HOME, TMPDIR only",
         f"network: {'allowed' if config.network else 'none (empty network namespace)'}",

@@ -21,7 +21,14 @@ from typing import Any
 
 from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob
-from kt_train.sandbox.system import Limits, disarm_sockets, drop_privileges, set_capabilities, set_limits
+from kt_train.sandbox.system import (
+    Limits,
+    disarm_sockets,
+    drop_privileges,
+    new_session_keyring,
+    set_capabilities,
+    set_limits,
+)
 
 RESULT_FD = 3
 EXIT_ERROR = 113
@@ -45,6 +52,7 @@ def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: L
         os.chown(workdir, uid, uid)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest was set by the worker (BASE_ENV)
     set_limits(limits)
+    new_session_keyring()  # still the worker's uid: the new keyring costs the job's uid no key quota
     if uid is not None:
         drop_privileges(uid, context.capability)
     elif context.capability is not None:  # the worker's uid (drop_privileges off): still no capabilities
@@ -125,7 +133,7 @@ class JobContext:
     """What a worker decided once at start and every job process of it inherits."""
 
     config: SandboxConfig
-    drop: bool  # run jobs as uid UID_BASE + pid
+    drop: bool  # run jobs as a uid of their own (`job_uid`)
     block_net: bool  # no network namespace: disarm the socket module instead
     tmp_root: str  # weak isolation: where per-job directories are made ('' inside the boundary)
     devnull: int
@@ -133,6 +141,14 @@ class JobContext:
     bounded: bool = False  # inside the boundary: the worker's pid namespace holds only it and its jobs
     prelude: dict[str, Any] | None = None  # names every job starts with (the pool's prelude, run once per worker)
     capability: Any = None  # weak isolation as root: prebuilt capset arguments keeping CAP_DAC_READ_SEARCH
+    worker_uid: int | None = None  # inside the boundary: the uid of this worker's jobs (unique on the host)
+
+    def job_uid(self, pid: int) -> int | None:
+        """The uid the job process `pid` runs as: inside the boundary the worker's own (pids restart at 1 in every
+        worker's namespace, so UID_BASE + pid would be shared by jobs of two workers), else UID_BASE + pid."""
+        if not self.drop:
+            return None
+        return self.worker_uid if self.worker_uid is not None else UID_BASE + pid
 
 
 def decode_job(frame: bytes | bytearray | memoryview) -> SandboxJob:
@@ -145,7 +161,7 @@ def child_main(
 ) -> None:
     """Body of the job process: never returns. `frame` is the job as the pool sent it (JSON)."""
     kill, getresuid, exit_now, write = os.kill, os.getresuid, os._exit, write_all  # the job may replace them
-    uid = UID_BASE + os.getpid() if context.drop else None
+    uid = context.job_uid(os.getpid())
     status, report = EXIT_ERROR, b""
     try:
         if context.oom_fd is not None:  # the kernel kills a job's process at the cgroup's limit, not the worker

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kt_train.sandbox import cgroup
 from kt_train.sandbox.boundary import BASE_ENV, isolation
 from kt_train.sandbox.cgroup import JobCgroup
-from kt_train.sandbox.config import SandboxConfig, SandboxJob, SandboxResult, Verdict
+from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
 from kt_train.sandbox.job import write_all
 from kt_train.sandbox.supervisor import Buffer, JobIO, ScratchNotClean, supervise, worker_context
 
@@ -105,7 +105,7 @@ def worker_main(payload: dict[str, Any]) -> None:
     prelude: dict[str, Any] = {}
     if payload["prelude"]:
         exec(compile(payload["prelude"], "<sandbox prelude>", "exec"), prelude)
-    context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude or None)
+    context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude or None, payload["uid"])
     io = JobIO.for_config(config)
     cgroup.limit_memory(payload["memory_fds"], cgroup.job_memory_bytes(config))
     gc.freeze()  # the collector never walks (so never writes to) what the worker set up: fewer copy-on-write faults
@@ -152,7 +152,12 @@ def _job_report(raw: bytes) -> tuple[str | None, str | None]:
 
 
 def decode_result(
-    header: dict[str, Any], out: bytes, err: bytes, res: bytes, expects_value: bool = False
+    header: dict[str, Any],
+    out: bytes,
+    err: bytes,
+    res: bytes,
+    expects_value: bool = False,
+    max_values: int = SandboxConfig.max_result_values,
 ) -> SandboxResult:
     """A SandboxResult from the supervisor's header and the job's raw bytes (decoded here, outside the boundary).
 
@@ -170,6 +175,9 @@ def decode_result(
     if verdict == Verdict.OK and expects_value and not res:
         result.verdict = Verdict.KILLED
         result.error_message = "exited with status 0 without reporting a result"
+    elif verdict == Verdict.OK and res.count(b",") + res.count(b"[") + res.count(b"{") > max_values:
+        result.verdict, result.error_type = Verdict.ERROR, "ValueError"  # 15 MB of "[]," would be 5M lists here
+        result.error_message = f"the job's return value holds more than max_result_values ({max_values}) values"
     elif verdict == Verdict.OK and res:
         try:
             result.return_value = json.loads(res)
@@ -260,6 +268,7 @@ class SandboxPool:
         os.close(res_w)
         if group:  # the worker holds its own copies
             group.close_descriptors()
+        payload["uid"] = UID_BASE + process.pid  # unique among the host's live processes: one uid per worker
         _send(job_w, payload)
         return _Worker(process, job_w, res_r, group)
 
@@ -329,7 +338,12 @@ class SandboxPool:
             if isinstance(sizes, list) and len(sizes) == 3 and sum(sizes) <= self._payload_limit:
                 payload = [_read_exactly(worker.res_r, n) if n else b"" for n in sizes]
         if header is not None and payload is not None and None not in payload:
-            result = decode_result(header, *payload, expects_value=self._functions[index])  # type: ignore[arg-type]
+            result = decode_result(
+                header,
+                *payload,  # type: ignore[arg-type]
+                expects_value=self._functions[index],
+                max_values=self.config.max_result_values,
+            )
             if header.get("retire"):
                 queue.extendleft(reversed(sent))
                 sent.clear()

@@ -23,7 +23,7 @@ from typing import Any
 
 from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR, SCRATCH_DIRS
 from kt_train.sandbox.cgroup import oom_kills
-from kt_train.sandbox.config import UID_BASE, SandboxConfig, Verdict
+from kt_train.sandbox.config import SandboxConfig, Verdict
 from kt_train.sandbox.job import EXIT_ERROR, EXIT_MEMORY, JobContext, child_main
 from kt_train.sandbox.system import (
     PR_SET_CHILD_SUBREAPER,
@@ -31,7 +31,9 @@ from kt_train.sandbox.system import (
     PR_SET_NO_NEW_PRIVS,
     _libc,
     address_space,
+    invalidate_user_keyrings,
     job_limits,
+    new_session_keyring,
     no_capabilities,
     prctl,
     read_search_capability,
@@ -135,6 +137,29 @@ def _kill_uid(uid: int) -> None:
             os.setresuid(uid, uid, uid)
             if os.getresuid() == (uid, uid, uid):
                 os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(helper, 0)
+
+
+def _remove_keys(uid: int) -> None:
+    """If `uid` owns keys (the job made some: they outlive it, in keyrings of its uid), invalidate its keyrings from a
+    helper process running as that uid."""
+    try:
+        with open("/proc/key-users", "rb") as f:
+            listed = any(line.split(b":", 1)[0].strip() == str(uid).encode() for line in f)
+    except OSError:  # no keyrings in this kernel
+        return
+    if not listed:
+        return
+    helper = os.fork()
+    if helper == 0:
+        try:
+            new_session_keyring()  # as root: not the caller's (never link the job's keys there), no quota of uid
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            if os.getresuid() == (uid, uid, uid):
+                invalidate_user_keyrings()
         finally:
             os._exit(0)
     os.waitpid(helper, 0)
@@ -254,7 +279,7 @@ def _run_child(context: JobContext, io: JobIO, workdir: str) -> dict[str, Any]:
     if pid == 0:
         child_main(io.frame.view(), context, workdir, (out_w, err_w, res_w), limits)
     pidfd = os.pidfd_open(pid)
-    uid = UID_BASE + pid if context.drop else None
+    uid = context.job_uid(pid)
     ending, status = "timeout", 0
     try:
         os.close(out_w)
@@ -276,6 +301,8 @@ def _run_child(context: JobContext, io: JobIO, workdir: str) -> dict[str, Any]:
     if context.bounded or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)):
         _kill_job(context, uid)  # inside the boundary a single kill(-1); else only if the job could not do it
     _reap_all(config.grace_s + 1.0)
+    if uid is not None:
+        _remove_keys(uid)
     _drain(streams, io)
     verdict, message = _verdict(status, ending, oom_kills(context.oom_fd) > oom_before, config)
     if message is not None:  # not an exit status the job's wrapper gives: its result descriptor is not read
@@ -352,6 +379,16 @@ def clean_scratch() -> None:
     _remove_sysv_ipc()
 
 
+def _read_whole(fd: int) -> bytes:
+    """All of a /proc file from its start (one read of a seq file returns about a page: a long table needs more)."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 16, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
 def _remove_sysv_ipc() -> None:
     """Remove every SysV shared-memory segment, message queue and semaphore set of this IPC namespace.
 
@@ -367,7 +404,7 @@ def _remove_sysv_ipc() -> None:
     for fd, remover in zip(_sysvipc_fds, _SYSVIPC_REMOVERS, strict=True):
         if fd is None:
             continue
-        header, *rows = os.pread(fd, 1 << 16, 0).split(b"\n")
+        header, *rows = _read_whole(fd).split(b"\n")
         columns = header.split()
         for row in rows:
             fields = row.split()
@@ -411,7 +448,11 @@ def _streams_on_standard_fds() -> None:
 
 
 def worker_context(
-    config: SandboxConfig, bounded: bool, oom_fd: int | None = None, prelude: dict[str, Any] | None = None
+    config: SandboxConfig,
+    bounded: bool,
+    oom_fd: int | None = None,
+    prelude: dict[str, Any] | None = None,
+    worker_uid: int | None = None,
 ) -> JobContext:
     """Set this worker up (subreaper, no new privileges, network) and describe what its jobs inherit.
 
@@ -438,6 +479,7 @@ def worker_context(
         os.open(os.devnull, os.O_RDONLY),
         oom_fd=oom_fd,
         bounded=bounded,
+        worker_uid=worker_uid if bounded else None,
         prelude=prelude,
         capability=capability,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
 from typing import Any
@@ -16,6 +17,9 @@ PR_SET_KEEPCAPS = 8
 _CAPABILITY_VERSION_3 = 0x20080522
 _CAP_DAC_READ_SEARCH = 2
 _LIBC: ctypes.CDLL | None = None
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+_KEYCTL_GET_KEYRING_ID, _KEYCTL_JOIN_SESSION_KEYRING, _KEYCTL_INVALIDATE, _KEYCTL_GET_PERSISTENT = 0, 1, 21, 22
+_KEY_SPEC_SESSION_KEYRING, _KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 
 
 def _libc() -> ctypes.CDLL:
@@ -23,7 +27,7 @@ def _libc() -> ctypes.CDLL:
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
-        for name in ("prctl", "capset", "unshare"):
+        for name in ("prctl", "capset", "unshare", "syscall"):
             getattr(_LIBC, name, None)  # resolve the symbols now, not in every job process
     return _LIBC
 
@@ -55,6 +59,35 @@ def disarm_sockets() -> None:
         for name in ("socket", "socketpair", "fromfd", "create_connection", "create_server", "getaddrinfo"):
             if hasattr(module, name):
                 setattr(module, name, refuse)
+
+
+def _keyctl(*args: int) -> int:
+    """keyctl(2); -1 with errno ENOSYS where its number is not known here."""
+    if _SYS_KEYCTL is None:
+        ctypes.set_errno(errno.ENOSYS)
+        return -1
+    return int(_libc().syscall(ctypes.c_long(_SYS_KEYCTL), *(ctypes.c_long(a) for a in args)))
+
+
+def new_session_keyring() -> None:
+    """Join a new, empty session keyring (before the job runs): a process inherits its parent's, and possessing it
+    lets any uid read the caller's keys and leave keys there that outlive the job. Unavailable keyrings (no
+    keyctl, or refused by a seccomp filter) are fine: the job cannot use them either."""
+    if _keyctl(_KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 and ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
+        raise PermissionError(f"no session keyring of its own: {os.strerror(ctypes.get_errno())}")
+
+
+def invalidate_user_keyrings() -> None:
+    """Invalidate this uid's user, user-session and persistent keyrings (kernel objects of the uid, not of any
+    namespace: they outlive its processes, and a later job of the same uid would find what they hold). Run after
+    `new_session_keyring`: the persistent keyring, linked into that session keyring, is possessed, which its
+    invalidation needs. Serials first: looking either of the first two up by its special id makes both anew."""
+    user = _keyctl(_KEYCTL_GET_KEYRING_ID, _KEY_SPEC_USER_KEYRING, 1)
+    session = _keyctl(_KEYCTL_GET_KEYRING_ID, _KEY_SPEC_USER_SESSION_KEYRING, 1)
+    persistent = _keyctl(_KEYCTL_GET_PERSISTENT, -1, _KEY_SPEC_SESSION_KEYRING)
+    for key in (persistent, session, user):
+        if key > 0:
+            _keyctl(_KEYCTL_INVALIDATE, key)
 
 
 def address_space() -> int:

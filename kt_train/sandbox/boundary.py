@@ -39,6 +39,23 @@ _WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP
 """What the worker keeps (jobs as other uids, killing and cleaning up after them); jobs keep none."""
 
 
+_OWN_MOUNTS = ("/tmp", "/var/tmp", "/dev", "/proc")
+"""Places the boundary mounts afresh: a host path under one of them (a checkout or venv in /tmp) is bound elsewhere."""
+
+
+def _target(path: str) -> str:
+    """Where the host `path` appears inside."""
+    return f"{INNER_ROOT}/host{path}" if _under(path, list(_OWN_MOUNTS)) else path
+
+
+def _translate(path: str, binds: dict[str, str]) -> str | None:
+    """The inside path of host `path` through `binds` (None: not visible)."""
+    for source, target in binds.items():
+        if _under(path, [source]):
+            return target + path[len(source) :]
+    return None
+
+
 class SandboxUnavailable(RuntimeError):
     """No boundary can be made here and weak isolation was not allowed."""
 
@@ -54,6 +71,7 @@ class Isolation:
     namespaces: tuple[str, ...] = ()
     reason: str = ""  # why weak
     binds: dict[str, str] = field(default_factory=dict)  # host path -> path inside
+    interpreter: str = ""  # the worker's interpreter, as a path inside
 
     @property
     def private_view(self) -> bool:
@@ -141,7 +159,7 @@ def _bwrap_command(config: SandboxConfig, binds: dict[str, str], as_root: bool) 
 
 
 def _interpreter_binds() -> tuple[dict[str, str], list[str]]:
-    """Host paths to bind at the same place, and the roots they cover."""
+    """Host paths to bind (at the same place, unless under a place the boundary mounts afresh), and their roots."""
     roots = ["/usr"]
     for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
         host = f"/{name}"
@@ -156,16 +174,16 @@ def _interpreter_binds() -> tuple[dict[str, str], list[str]]:
     executable = os.path.realpath(sys.executable)
     if not _under(executable, roots):
         roots.append(os.path.dirname(executable))
-    return {root: root for root in roots}, roots
+    return {root: _target(root) for root in roots}, roots
 
 
 def _inner_sys_path(binds: dict[str, str]) -> tuple[str, ...]:
-    roots = list(binds)
     path = [INNER_ROOT]
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else ""
-        if real and os.path.isdir(real) and _under(real, roots):
-            path.append(real)
+        inside = _translate(real, binds) if real and os.path.isdir(real) else None
+        if inside is not None and not inside.startswith(f"{INNER_ROOT}/kt_train"):
+            path.append(inside)
     return tuple(dict.fromkeys(path))
 
 
@@ -178,7 +196,8 @@ def _bwrap_works(as_root: bool) -> str:
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
     binds, _ = _interpreter_binds()
-    probe = [*_bwrap_command(SandboxConfig(), binds, as_root), os.path.realpath(sys.executable), "-I", "-S", "-c", ""]
+    interpreter = _translate(os.path.realpath(sys.executable), binds) or sys.executable
+    probe = [*_bwrap_command(SandboxConfig(), binds, as_root), interpreter, "-I", "-S", "-c", ""]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -212,6 +231,7 @@ def isolation(config: SandboxConfig, preload: tuple[str, ...] = ()) -> Isolation
         "bubblewrap",
         prefix=tuple(_bwrap_command(config, binds, as_root)),
         sys_path=_inner_sys_path(binds),
+        interpreter=_translate(os.path.realpath(sys.executable), binds) or sys.executable,
         visible=tuple(binds),
         namespaces=(*namespaces, *(() if as_root else ("user",))),
         binds=binds,

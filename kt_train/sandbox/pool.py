@@ -251,7 +251,7 @@ class SandboxPool:
             "oom_fd": group.oom_fd if group else None,
             "memory_fds": list(group.memory_fds) if group and group.memory_fds else None,
         }
-        interpreter = os.path.realpath(sys.executable) if self.isolation.private_view else sys.executable
+        interpreter = self.isolation.interpreter if self.isolation.private_view else sys.executable
         command = [*self.isolation.prefix, interpreter, "-I", "-S", "-c", _BOOT, str(job_r)]
         inherited = (job_r, res_w, *(group.inherited_fds() if group else ()))
         try:

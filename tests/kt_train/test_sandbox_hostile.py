@@ -38,6 +38,7 @@ from kt_train.sandbox import (
     call_function,
     run_code,
 )
+from kt_train.sandbox.boundary import _target  # where a host path is bound inside
 
 TOKEN = secrets.token_hex(16)  # the secret in every canary; never part of a path or of a job's code
 NAME = secrets.token_hex(6)  # names the canaries' paths and whatever a job tries to create
@@ -56,6 +57,14 @@ ABSTRACT = f"\0kt-hostile-{NAME}"
 SECRET_ENV, SEQUENCE_ENV = "KT_HOSTILE_SECRET", "KT_HOSTILE_SEQUENCE"
 KEY_DESCRIPTION = f"kt-hostile-{NAME}"
 SITE = os.path.realpath(next(p for p in sys.path if p.endswith("site-packages")))
+SITE_INSIDE = _target(SITE)  # where the boundary binds it (elsewhere when it lives under /tmp)
+
+
+def _under_own_mounts(path: str) -> bool:
+    """Below a place the boundary mounts afresh (a checkout in /tmp): such a host path does not exist inside."""
+    return any(path.startswith(d + "/") for d in ("/tmp", "/var/tmp", "/dev", "/proc"))
+
+
 PREFIX = os.path.realpath(sys.base_prefix)
 SEQUENCE = [1000 + secrets.randbelow(9000) for _ in range(12)]  # what KT cheaters try to copy; in the canaries too
 SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)  # add_key, keyctl
@@ -361,7 +370,7 @@ def _walked(result: SandboxResult) -> None:
 
 WALK = (
     "import json, stat\n"
-    f"skip = {{'/proc', '/usr', {PREFIX!r}, {SITE!r}}}  # public code, bound read-only (see the mount table case)\n"
+    f"skip = {{'/proc', '/usr', {PREFIX!r}, {SITE_INSIDE!r}}}  # public code, bound read-only (mount table case)\n"
     "named, hits, entries, read = [], 0, 0, 0\n"
     "for root, dirs, files in os.walk('/'):\n"
     "    dirs[:] = [d for d in dirs if os.path.join(root, d) not in skip]\n"
@@ -516,6 +525,8 @@ def _write(directory: str) -> Attempt:
     allowed = directory in ("/tmp", "/dev/shm", ".")
     code = f"with open(os.path.join({directory!r}, {MARK!r}), 'w') as f:\n    f.write('x')"
     expected = {"/var/tmp": "ENOENT", "/dev": "EACCES", "/proc": "ENOENT", "/home": "ENOENT", "/etc": "ENOENT"}
+    if _under_own_mounts(directory):  # a checkout or venv under /tmp: not there at all inside (bound elsewhere)
+        expected[directory] = "ENOENT"
     return Attempt(
         _refused(code), Verdict.OK, stdout="done" if allowed else f"refused {expected.get(directory, 'EROFS')}"
     )

@@ -18,6 +18,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,18 +129,25 @@ def _kill_job(context: JobContext, uid: int | None) -> None:
         _kill_uid(uid)
 
 
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of `uid` (from a helper process running as that uid)."""
+def _as_uid(uid: int, action: Callable[[], object], before: Callable[[], object] | None = None) -> None:
+    """Run `action` in a helper process that became `uid` (after `before`, run while still privileged)."""
     helper = os.fork()
     if helper == 0:
         try:
+            if before is not None:
+                before()
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-            if os.getresuid() == (uid, uid, uid):
-                os.kill(-1, signal.SIGKILL)
+            if os.getresuid() == (uid, uid, uid):  # never as root: kill(-1) would hit everything
+                action()
         finally:
             os._exit(0)
     os.waitpid(helper, 0)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid`."""
+    _as_uid(uid, lambda: os.kill(-1, signal.SIGKILL))
 
 
 def _remove_keys(uid: int) -> None:
@@ -150,19 +158,8 @@ def _remove_keys(uid: int) -> None:
             listed = any(line.split(b":", 1)[0].strip() == str(uid).encode() for line in f)
     except OSError:  # no keyrings in this kernel
         return
-    if not listed:
-        return
-    helper = os.fork()
-    if helper == 0:
-        try:
-            new_session_keyring()  # as root: not the caller's (never link the job's keys there), no quota of uid
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            if os.getresuid() == (uid, uid, uid):
-                invalidate_user_keyrings()
-        finally:
-            os._exit(0)
-    os.waitpid(helper, 0)
+    if listed:  # a new session keyring first, as root: not the caller's (never link the job's keys there)
+        _as_uid(uid, invalidate_user_keyrings, before=new_session_keyring)
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -410,19 +407,15 @@ def _remove_sysv_ipc() -> None:
             fields = row.split()
             if len(fields) == len(columns):
                 objects.append((remover, int(fields[1]), int(fields[columns.index(b"uid")])))
+
+    def remove(uid: int) -> None:
+        for remover, ident, owner in objects:
+            if owner == uid:
+                args = (ident, 0, 0, 0) if remover == "semctl" else (ident, 0, None)  # IPC_RMID == 0
+                getattr(_libc(), remover)(*args)
+
     for uid in {uid for _, _, uid in objects}:
-        helper = os.fork()
-        if helper == 0:
-            try:
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                for remover, ident, owner in objects:
-                    if owner == uid:
-                        args = (ident, 0, 0, 0) if remover == "semctl" else (ident, 0, None)  # IPC_RMID == 0
-                        getattr(_libc(), remover)(*args)
-            finally:
-                os._exit(0)
-        os.waitpid(helper, 0)
+        _as_uid(uid, lambda uid=uid: remove(uid))
 
 
 # ----- the worker

@@ -125,7 +125,7 @@ def _parents(path: str) -> list[str]:
 
 def _bwrap_command(config: SandboxConfig, binds: dict[str, str], as_root: bool) -> list[str]:
     """The bwrap command line (up to and including `--`) for `binds` (host -> inside), all read-only."""
-    command = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    command = ["bwrap", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not config.network:
         command.append("--unshare-net")
     if not as_root:

@@ -2,7 +2,7 @@
 
 rlimits bind one process each (six forked children may each map `memory_mb`); the cgroup binds all of a job's
 processes together: memory (what the worker itself uses, plus `memory_mb`, plus 64 MiB for the interpreter pages a
-job copies on write; tmpfs files included), process count (`max_processes`, plus the worker) and CPU (one core at
+job copies on write; tmpfs files included), process count (`max_processes`, plus the worker's fork server and supervisor) and CPU (one core at
 most). A worker runs one job at a time and kills everything the job left before the next one, so the cgroup holds
 the worker and at most one job. Made by the pool (outside the boundary) under the caller's own cgroup, in cgroup v1
 hierarchies or cgroup v2, whichever is writable; the worker joins it first thing, through file descriptors it
@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import time
 from dataclasses import dataclass, field
 
 from kt_train.sandbox.config import SandboxConfig
 
-logger = logging.getLogger(__name__)
 ROOT = "/sys/fs/cgroup"
 NAME_PREFIX = "kt-sandbox-"
 HEADROOM_MB = 64
@@ -87,7 +85,7 @@ def _memory_limit(config: SandboxConfig) -> int:
 def _v1_settings(config: SandboxConfig) -> dict[str, dict[str, str]]:
     return {
         "memory": {"memory.limit_in_bytes": str(_memory_limit(config))},
-        "pids": {"pids.max": str(config.max_processes + 1)},
+        "pids": {"pids.max": str(config.max_processes + 2)},
         "cpu": {"cpu.cfs_period_us": str(_CPU_PERIOD_US), "cpu.cfs_quota_us": str(_CPU_PERIOD_US)},
     }
 
@@ -95,7 +93,7 @@ def _v1_settings(config: SandboxConfig) -> dict[str, dict[str, str]]:
 def _v2_settings(config: SandboxConfig) -> dict[str, dict[str, str]]:
     return {
         "memory": {"memory.max": str(_memory_limit(config)), "memory.swap.max": "0"},
-        "pids": {"pids.max": str(config.max_processes + 1)},
+        "pids": {"pids.max": str(config.max_processes + 2)},
         "cpu": {"cpu.max": f"{_CPU_PERIOD_US} {_CPU_PERIOD_US}"},
     }
 
@@ -127,7 +125,11 @@ class JobCgroup:
                     if os.access(base, os.W_OK):
                         group._add(base, name, settings, _V1_MEMORY_FILES if controller == "memory" else None)
         except OSError as exc:
-            logger.warning("no cgroup for the sandbox's jobs (%s): memory and process limits per process only", exc)
+            import logging  # here, not at the top: the workers never log, and logging's fork hooks cost every job
+
+            logging.getLogger(__name__).warning(
+                "no cgroup for the sandbox's jobs (%s): memory and process limits per process only", exc
+            )
             group.close()
             return None
         if not group.dirs:

@@ -10,7 +10,7 @@ import json
 import os
 import select
 import signal
-import struct
+import socket
 import sys
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -21,20 +21,21 @@ from kt_train.sandbox import cgroup
 from kt_train.sandbox.boundary import BASE_ENV, isolation
 from kt_train.sandbox.cgroup import JobCgroup
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
-from kt_train.sandbox.job import write_all
-from kt_train.sandbox.supervisor import Buffer, JobIO, ScratchNotClean, supervise, worker_context
+from kt_train.sandbox.forkserver import serve
+from kt_train.sandbox.job import JobContext, write_all
+from kt_train.sandbox.protocol import FRAME_HEADER, read_exactly
+from kt_train.sandbox.supervisor import ForkServerGone, JobIO, supervise, worker_context
 
 if TYPE_CHECKING:
     import subprocess
 
 
-_HEADER = struct.Struct("!Q")
 _PIPELINE_BYTES = 16384  # a second job is queued to a busy worker only if this small: the pipe never fills
 
 
 def _frame(payload: dict[str, Any]) -> bytes:
     data = json.dumps(payload).encode()
-    return _HEADER.pack(len(data)) + data
+    return FRAME_HEADER.pack(len(data)) + data
 
 
 def _send(fd: int, payload: dict[str, Any]) -> None:
@@ -46,43 +47,16 @@ def _encode_job(job: SandboxJob | str) -> bytes:
     return _frame({"code": job.code, "function": job.function, "args": list(job.args)})
 
 
-def _read_exactly(fd: int, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
-
-
 def _recv(fd: int, limit: int) -> dict[str, Any] | None:
     """One JSON frame, or None at EOF (or a frame over `limit` bytes: the sender is broken)."""
-    header = _read_exactly(fd, _HEADER.size)
+    header = read_exactly(fd, FRAME_HEADER.size)
     if header is None:
         return None
-    size = _HEADER.unpack(header)[0]
+    size = FRAME_HEADER.unpack(header)[0]
     if size > limit:
         return None
-    body = _read_exactly(fd, size)
+    body = read_exactly(fd, size)
     return None if body is None else json.loads(body)
-
-
-def _read_frame_into(fd: int, buffer: Buffer) -> bool:
-    """Read one frame's body into `buffer` without making a bytes object of it; False at EOF."""
-    header = _read_exactly(fd, _HEADER.size)
-    if header is None:
-        return False
-    size = _HEADER.unpack(header)[0]
-    while len(buffer.data) < size:
-        buffer._grow()
-    view = memoryview(buffer.data)
-    while buffer.size < size:
-        got = os.readv(fd, [view[buffer.size : size]])
-        if not got:
-            return False
-        buffer.size += got
-    return True
 
 
 _BOOT = (
@@ -95,7 +69,7 @@ _BOOT = (
 
 
 def worker_main(payload: dict[str, Any]) -> None:
-    """Body of a pool worker (a fresh interpreter): preload, then supervise jobs one at a time until EOF."""
+    """Body of a pool worker (a fresh interpreter): preload, fork the supervisor, then serve as the fork server."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     job_r, res_w = payload["fds"]
     cgroup.join(payload["cgroup_fds"])
@@ -105,22 +79,42 @@ def worker_main(payload: dict[str, Any]) -> None:
     prelude: dict[str, Any] = {}
     if payload["prelude"]:
         exec(compile(payload["prelude"], "<sandbox prelude>", "exec"), prelude)
+    sys.stdout.flush()
+    sys.stderr.flush()
     context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude or None, payload["uid"])
-    io = JobIO.for_config(config)
     cgroup.limit_memory(payload["memory_fds"], cgroup.job_memory_bytes(config))
+    server_end, supervisor_end = socket.socketpair()
     gc.freeze()  # the collector never walks (so never writes to) what the worker set up: fewer copy-on-write faults
-    while _read_frame_into(job_r, io.frame):
+    supervisor = os.fork()
+    if supervisor == 0:
+        server_end.close()
+        os.close(job_r)
+        _supervisor_main(context, supervisor_end, res_w)
+    supervisor_end.close()
+    os.close(res_w)
+    try:
+        serve(job_r, server_end, context, supervisor)
+    finally:
+        os._exit(0)  # pid 1 of the boundary: its namespace, the supervisor included, goes with it
+
+
+def _supervisor_main(context: JobContext, channel: socket.socket, res_w: int) -> None:
+    """Supervise the fork server's jobs one at a time and send each verdict to the pool; never returns."""
+    io = JobIO.for_config(context.config)
+    while True:
         retire = False
         try:
-            header = supervise(context, io)
-        except ScratchNotClean as exc:
+            header = supervise(context, io, channel)
+        except ForkServerGone:
+            os._exit(0)
+        except Exception as exc:  # ScratchNotClean, or something unforeseen: this worker runs no further job
             header = {"verdict": str(Verdict.ERROR), "message": f"sandbox: {exc}", "sizes": [0, 0, 0]}
             retire = True
-        except Exception as exc:
-            header = {"verdict": str(Verdict.ERROR), "message": f"sandbox: {exc}", "sizes": [0, 0, 0]}
         header["retire"] = retire
         try:
             _send_result(res_w, header, io)
+        except BrokenPipeError:  # the pool is gone
+            os._exit(0)
         finally:
             io.wipe()
         if retire:
@@ -336,7 +330,7 @@ class SandboxPool:
         if header is not None:
             sizes = header.get("sizes")
             if isinstance(sizes, list) and len(sizes) == 3 and sum(sizes) <= self._payload_limit:
-                payload = [_read_exactly(worker.res_r, n) if n else b"" for n in sizes]
+                payload = [read_exactly(worker.res_r, n) if n else b"" for n in sizes]
         if header is not None and payload is not None and None not in payload:
             result = decode_result(
                 header,

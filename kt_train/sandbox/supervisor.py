@@ -16,6 +16,7 @@ import contextlib
 import os
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -25,15 +26,14 @@ from typing import Any
 from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR, SCRATCH_DIRS
 from kt_train.sandbox.cgroup import oom_kills
 from kt_train.sandbox.config import SandboxConfig, Verdict
-from kt_train.sandbox.job import EXIT_ERROR, EXIT_MEMORY, JobContext, child_main
+from kt_train.sandbox.job import EXIT_ERROR, EXIT_MEMORY, JobContext
+from kt_train.sandbox.protocol import INT, Buffer, recv_exactly, send_go
 from kt_train.sandbox.system import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_KEEPCAPS,
     PR_SET_NO_NEW_PRIVS,
     _libc,
-    address_space,
     invalidate_user_keyrings,
-    job_limits,
     new_session_keyring,
     no_capabilities,
     prctl,
@@ -42,42 +42,6 @@ from kt_train.sandbox.system import (
 )
 
 _READ_CHUNK = 65536
-
-
-class Buffer:
-    """A byte buffer allocated once, filled by readv (no bytes objects), zeroed after use."""
-
-    def __init__(self, limit: int, initial: int = 65536) -> None:
-        self.limit = limit
-        self.data = bytearray(min(limit, initial))
-        self.size = 0
-        self.truncated = False
-
-    def _grow(self) -> None:
-        bigger = bytearray(min(self.limit, 2 * len(self.data)))
-        bigger[: self.size] = self.data[: self.size]
-        self.data[:] = bytes(len(self.data))
-        self.data = bigger
-
-    def read_from(self, fd: int, discard: bytearray) -> bool:
-        """Read once from `fd` (what is over the limit goes to `discard`); False at EOF."""
-        if self.size == len(self.data) and len(self.data) < self.limit:
-            self._grow()
-        if self.size < len(self.data):
-            got = os.readv(fd, [memoryview(self.data)[self.size :]])
-            self.size += got
-        else:
-            got = os.readv(fd, [discard])
-            self.truncated |= got > 0
-        return got > 0
-
-    def view(self) -> memoryview:
-        return memoryview(self.data)[: self.size]
-
-    def wipe(self) -> None:
-        self.data[: self.size] = bytes(self.size)
-        self.size = 0
-        self.truncated = False
 
 
 @dataclass
@@ -106,11 +70,6 @@ class JobIO:
         self.discard[:] = bytes(len(self.discard))
 
 
-def _exited(pidfd: int, timeout: float = 0.0) -> bool:
-    """Whether the process of `pidfd` has ended, waiting up to `timeout` seconds (without reaping it)."""
-    return bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
-
-
 def _read_ready(ready: list[int], streams: dict[int, Buffer], discard: bytearray) -> None:
     """Read once from each ready pipe; drop a pipe from `streams` at EOF."""
     for fd in ready:
@@ -121,7 +80,8 @@ def _read_ready(ready: list[int], streams: dict[int, Buffer], discard: bytearray
 
 def _kill_job(context: JobContext, uid: int | None) -> None:
     """SIGKILL every process the job may have left: inside the boundary, everything in the worker's pid namespace
-    but the worker and its init (kill(-1) from pid 2); else every process of the job's uid."""
+    but this supervisor and the fork server (kill(-1) from pid 2 spares pid 1); else every process of the job's
+    uid."""
     if context.bounded:
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
@@ -167,49 +127,31 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _my_children() -> list[int]:
-    kids: list[int] = []
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                kids.extend(int(k) for k in f.read().split())
-    except OSError:
-        pass
-    return kids
-
-
-def _reap_all(timeout: float) -> None:
-    """Kill and reap every remaining child (orphans re-parented to this subreaper), for up to `timeout` seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid:
-            continue
-        for kid in _my_children():
-            with contextlib.suppress(OSError):
-                os.kill(kid, signal.SIGKILL)
-        if time.monotonic() > end:
-            return
-        time.sleep(0.002)
-
-
-def _wait(pidfd: int, streams: dict[int, Buffer], io: JobIO, res_r: int, deadline: float) -> str:
-    """Read the pipes until the job process has exited: 'exited', 'timeout' or 'overflow' (result over the cap)."""
-    watched = [pidfd, *streams]
+def _wait(channel: socket.socket, streams: dict[int, Buffer], io: JobIO, res_r: int, deadline: float) -> str:
+    """Read the pipes until the fork server reports the job's exit: 'exited', 'timeout' or 'overflow' (result over
+    the cap)."""
+    watched = [channel.fileno(), *streams]
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return "timeout"
         ready = select.select(watched, [], [], remaining)[0]
-        if ready and ready[0] == pidfd:
+        if ready and ready[0] == watched[0]:
             return "exited"
         _read_ready(ready, streams, io.discard)
         if res_r in streams and io.res.size == io.res.limit:
             return "overflow"
-        watched = [pidfd, *streams]
+        watched = [watched[0], *streams]
+
+
+def _exit_status(channel: socket.socket, timeout: float | None) -> int | None:
+    """The job's wait status as the fork server reports it once it reaped the job; None if not within `timeout`."""
+    if timeout is not None and not select.select([channel], [], [], max(0.0, timeout))[0]:
+        return None
+    message = recv_exactly(channel, INT.size)
+    if message is None:
+        raise ForkServerGone("the fork server stopped during a job")
+    return INT.unpack(message)[0]
 
 
 def _verdict(status: int, ending: str, memory_killed: bool, config: SandboxConfig) -> tuple[Verdict, str | None]:
@@ -246,11 +188,23 @@ def _make_workdir(root: str) -> str:
             continue
 
 
-def supervise(context: JobContext, io: JobIO) -> dict[str, Any]:
-    """Run the job in `io.frame` in a fresh child process; the verdict header (the output stays in `io`)."""
+class ForkServerGone(RuntimeError):
+    """The fork server ended (its job pipe closed, or it died): the worker stops."""
+
+
+def supervise(context: JobContext, io: JobIO, channel: socket.socket) -> dict[str, Any]:
+    """Let the fork server start the next job, supervise it and clean up after it; the verdict header (the output
+    stays in `io`). Raises ForkServerGone when the fork server has stopped."""
     workdir = JOB_DIR if not context.tmp_root else _make_workdir(context.tmp_root)
     try:
-        return _run_child(context, io, workdir)
+        oom_before = oom_kills(context.oom_fd)
+        send_go(channel, workdir)
+        message, fds, _, _ = socket.recv_fds(channel, INT.size, 4)
+        if len(message) != INT.size or len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            raise ForkServerGone("the fork server stopped")
+        return _supervise_job(context, io, channel, INT.unpack(message)[0], fds, oom_before)
     finally:
         if context.tmp_root:
             _remove(workdir)
@@ -258,46 +212,37 @@ def supervise(context: JobContext, io: JobIO) -> dict[str, Any]:
             clean_scratch()
 
 
-def _run_child(context: JobContext, io: JobIO, workdir: str) -> dict[str, Any]:
-    """Fork the job process, collect its output and verdict, and kill whatever it left behind.
-
-    Between fork and the job's exit this process runs as little Python as it can: every page it writes then is
-    copied (copy-on-write), which is most of the cost of a short job.
-    """
-    config = context.config
-    limits = job_limits(config, context.drop, address_space())
-    (out_r, out_w), (err_r, err_w), (res_r, res_w) = os.pipe(), os.pipe(), os.pipe()
-    streams = {out_r: io.out, err_r: io.err, res_r: io.res}
-    oom_before = oom_kills(context.oom_fd)
-    sys.stdout.flush()
-    sys.stderr.flush()
+def _supervise_job(
+    context: JobContext, io: JobIO, channel: socket.socket, pid: int, fds: list[int], oom_before: int
+) -> dict[str, Any]:
+    """Collect the output and verdict of the job `pid` (forked by the fork server, which reaps it) and kill whatever
+    it left behind. `fds`: the read ends of its stdout, stderr and result pipes, and its pidfd."""
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child_main(io.frame.view(), context, workdir, (out_w, err_w, res_w), limits)
-    pidfd = os.pidfd_open(pid)
+    config = context.config
+    out_r, err_r, res_r, pidfd = fds
+    streams = {out_r: io.out, err_r: io.err, res_r: io.res}
     uid = context.job_uid(pid)
-    ending, status = "timeout", 0
+    ending, status = "timeout", None
     try:
-        os.close(out_w)
-        os.close(err_w)
-        os.close(res_w)
-        ending = _wait(pidfd, streams, io, res_r, start + config.timeout_s)
-        if ending == "timeout":
-            _killpg(pid, signal.SIGTERM)
-            _exited(pidfd, config.grace_s)
+        ending = _wait(channel, streams, io, res_r, start + config.timeout_s)
+        if ending == "exited":
+            status = _exit_status(channel, None)
+        else:
+            if ending == "timeout":
+                _killpg(pid, signal.SIGTERM)
+            status = _exit_status(channel, config.grace_s if ending == "timeout" else 0.0)
     finally:
-        if ending != "exited":
-            _kill_job(context, uid)
-        _killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        clean = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)
+        if context.bounded or not clean:
+            _kill_job(context, uid)  # inside the boundary a single kill(-1); else only if the job could not do it
+        if status is None:
+            _killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         os.close(pidfd)
+    if status is None:
+        status = _exit_status(channel, None)
     duration = time.monotonic() - start
-    if context.bounded or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)):
-        _kill_job(context, uid)  # inside the boundary a single kill(-1); else only if the job could not do it
-    _reap_all(config.grace_s + 1.0)
     if uid is not None:
         _remove_keys(uid)
     _drain(streams, io)

@@ -356,10 +356,11 @@ def _home_listing(result: SandboxResult) -> None:
 
 
 def _environ_of_all(result: SandboxResult) -> None:
-    """Three processes; the environments of init and the worker refused; bwrap and the worker's argv hold nothing."""
+    """Three processes: the worker's fork server (pid 1) and supervisor (pid 2), whose environments are refused and
+    whose argv holds nothing, and the job itself."""
     seen = json.loads(result.stdout.splitlines()[-1])
-    assert [s[1] for s in seen] == ["denied", "denied", "own"], seen
-    assert seen[0][2].startswith("bwrap") and " -I -S -c " in seen[1][2], seen
+    assert [s[:2] for s in seen[:2]] == [[1, "denied"], [2, "denied"]] and seen[2][1] == "own", seen
+    assert all(" -I -S -c " in s[2] for s in seen[:2]), seen
 
 
 def _walked(result: SandboxResult) -> None:

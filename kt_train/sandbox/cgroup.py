@@ -2,13 +2,13 @@
 
 rlimits bind one process each (six forked children may each map `memory_mb`); the cgroup binds all of a job's
 processes together: memory (what the worker itself uses, plus `memory_mb`, plus 64 MiB for the interpreter pages a
-job copies on write; tmpfs files included), process count (`max_processes`, plus the worker's fork server and supervisor) and CPU (one core at
-most). A worker runs one job at a time and kills everything the job left before the next one, so the cgroup holds
-the worker and at most one job. Made by the pool (outside the boundary) under the caller's own cgroup, in cgroup v1
-hierarchies or cgroup v2, whichever is writable; the worker joins it first thing, through file descriptors it
-inherited, and sets the memory limit once it has imported its modules (jobs raise their OOM score, so the kernel
-kills a job's process, not the worker). Where no cgroup can be made (not root, read-only /sys/fs/cgroup) jobs keep
-the rlimits only, and `kt sandbox run --explain` says so.
+job copies on write; tmpfs files included), process count (`max_processes`, plus the worker's fork server and
+supervisor) and CPU (one core at most). A worker runs one job at a time and kills everything the job left before
+the next one, so the cgroup holds the worker and at most one job. Made by the pool (outside the boundary) under the
+caller's own cgroup, in cgroup v1 hierarchies or cgroup v2, whichever is writable; the worker joins it first thing,
+through file descriptors it inherited, and sets the memory limit once it has imported its modules (jobs raise their
+OOM score, so the kernel kills a job's process, not the worker). Where no cgroup can be made (not root, read-only
+/sys/fs/cgroup) jobs keep the rlimits only, and `kt sandbox run --explain` says so.
 """
 
 from __future__ import annotations

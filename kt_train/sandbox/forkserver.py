@@ -28,9 +28,9 @@ from kt_train.sandbox.protocol import INT, Buffer, next_workdir, read_frame_into
 from kt_train.sandbox.system import address_space, job_limits
 
 
-def _reap_orphans(children: int | None, supervisor: int, timeout: float) -> None:
-    """Reap every child but the supervisor (what the last job left is re-parented here); kill those still alive."""
-    alone = f"{supervisor} ".encode()  # the format of /proc/PID/task/TID/children
+def _reap_orphans(children: int | None, supervisor: int, alone: bytes, timeout: float) -> None:
+    """Reap every child but the supervisor (what the last job left is re-parented here); kill those still alive.
+    `alone`: what `children` (this process's /proc/self/task/TID/children) reads with the supervisor alone."""
     end = None
     while True:
         with contextlib.suppress(ChildProcessError):
@@ -60,13 +60,15 @@ def _children_file() -> int | None:
 def serve(job_r: int, channel: socket.socket, context: JobContext, supervisor: int) -> None:
     """Fork one job per frame read from `job_r`, each after the supervisor's go, until either side stops."""
     frame = Buffer(1 << 40)
-    children = _children_file()
+    children, alone = _children_file(), f"{supervisor} ".encode()
     grace = context.config.grace_s + 1.0
+    limits, mapped = job_limits(context.config, context.drop, address_space()), len(frame.data)
     while (workdir := next_workdir(channel)) is not None:
-        _reap_orphans(children, supervisor, grace)
+        _reap_orphans(children, supervisor, alone, grace)
         if not read_frame_into(job_r, frame):
             return
-        limits = job_limits(context.config, context.drop, address_space())
+        if len(frame.data) != mapped:  # a larger frame buffer: the jobs' address-space limit moves with it
+            limits, mapped = job_limits(context.config, context.drop, address_space()), len(frame.data)
         (out_r, out_w), (err_r, err_w), (res_r, res_w) = os.pipe(), os.pipe(), os.pipe()
         pid = os.fork()
         if pid == 0:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import marshal
 import os
 import resource
 import signal
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR
@@ -48,11 +50,13 @@ def _redirect(null: int, out_w: int, err_w: int, res_w: int) -> None:
 def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: Limits) -> None:
     os.setsid()
     os.chdir(workdir)
-    if uid is not None and workdir != JOB_DIR:
-        os.chown(workdir, uid, uid)
-    os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest was set by the worker (BASE_ENV)
+    if workdir != JOB_DIR:  # weak isolation: a directory of its own (inside the boundary HOME is always /tmp)
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     set_limits(limits)
-    new_session_keyring()  # still the worker's uid: the new keyring costs the job's uid no key quota
+    if uid is None:  # jobs share the worker's uid, which owns the worker's keyring: each job gets one of its own
+        new_session_keyring()
     if uid is not None:
         drop_privileges(uid, context.capability)
     elif context.capability is not None:  # the worker's uid (drop_privileges off): still no capabilities
@@ -79,47 +83,65 @@ def _describe(exc: BaseException) -> bytes:
     return text.encode()
 
 
-def _execute(job: SandboxJob, prelude: dict[str, Any]) -> tuple[int, bytes]:
+def _execute(job: Job, context: JobContext) -> tuple[int, bytes]:
     """Run the job in this process: its exit status and what goes on the result descriptor.
 
-    The builtins are put back before the outcome is encoded, so that code which replaced them (isinstance, say)
-    still gets the verdict it earned; anything else it breaks in its own process can only spoil its own verdict.
+    A return value is encoded by a JSON encoder built before the fork, which looks nothing up in the builtins; on
+    the error paths the builtins are put back first (the worker's copy), so code that replaced them (isinstance,
+    say) still gets the verdict it earned. Anything else it breaks in its own process can only spoil its own
+    verdict.
     """
-    saved = dict(builtins.__dict__)
+    code, function_name, args = job
+    namespace: dict[str, Any] = {**context.prelude, "__name__": "__main__" if function_name is None else "__sandbox__"}
     try:
-        return _run(job, prelude, saved)
-    finally:
-        builtins.__dict__.clear()
-        builtins.__dict__.update(saved)
-
-
-def _run(job: SandboxJob, prelude: dict[str, Any], saved: dict[str, Any]) -> tuple[int, bytes]:
-    namespace: dict[str, Any] = {**prelude, "__name__": "__main__" if job.function is None else "__sandbox__"}
-    try:
-        if job.code:
-            exec(compile(job.code, "<sandbox>", "exec"), namespace)
-        if job.function is None:
+        if code:
+            exec(compile(code, "<sandbox>", "exec"), namespace)
+        if function_name is None:
             return 0, b""
-        function = namespace.get(job.function)
+        function = namespace.get(function_name)
         if not callable(function):
-            raise NameError(f"the code defines no function {job.function!r}")
-        value = function(*job.args)
-        builtins.__dict__.update(saved)
+            raise NameError(f"the code defines no function {function_name!r}")
+        value = function(*args)
         try:
-            return 0, json.dumps(value).encode()
+            return 0, context.encode(value)
         except (TypeError, ValueError, RecursionError) as exc:
-            raise TypeError(f"the return value of {job.function}() is not JSON-serializable: {exc}") from None
+            _restore_builtins(context)
+            raise TypeError(f"the return value of {function_name}() is not JSON-serializable: {exc}") from None
     except MemoryError as exc:
         namespace.clear()
+        _restore_builtins(context)
         return EXIT_MEMORY, _describe(exc)
     except SystemExit as exc:
+        _restore_builtins(context)
         if exc.code in (None, 0):
-            return 0, b"" if job.function is None else b"null"  # a function job always reports a value
+            return 0, b"" if function_name is None else b"null"  # a function job always reports a value
         return EXIT_ERROR, json.dumps({"error_type": "SystemExit", "error_message": str(exc.code)[:2000]}).encode()
     except BaseException as exc:
-        builtins.__dict__.update(saved)
+        _restore_builtins(context)
         _print_traceback(exc)
         return EXIT_ERROR, _describe(exc)
+
+
+def _restore_builtins(context: JobContext) -> None:
+    builtins.__dict__.clear()
+    builtins.__dict__.update(context.saved_builtins)
+
+
+def result_encoder() -> Callable[[Any], bytes]:
+    """JSON encoding of a return value (as json.dumps) that runs no Python code and looks up no builtin."""
+
+    def refuse(value: Any, type: Any = type, TypeError: Any = TypeError) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    join = "".join
+
+    def encode_value(value: Any) -> bytes:
+        return join(encode(value, 0)).encode()
+
+    return encode_value
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
@@ -139,9 +161,11 @@ class JobContext:
     devnull: int
     oom_fd: int | None = None  # the cgroup's out-of-memory counter (None: no cgroup)
     bounded: bool = False  # inside the boundary: the worker's pid namespace holds only it and its jobs
-    prelude: dict[str, Any] | None = None  # names every job starts with (the pool's prelude, run once per worker)
+    prelude: dict[str, Any] = field(default_factory=dict)  # names every job starts with (the pool's prelude)
     capability: Any = None  # weak isolation as root: prebuilt capset arguments keeping CAP_DAC_READ_SEARCH
     worker_uid: int | None = None  # inside the boundary: the uid of this worker's jobs (unique on the host)
+    saved_builtins: dict[str, Any] = field(default_factory=lambda: dict(builtins.__dict__))  # as the worker had them
+    encode: Callable[[Any], bytes] = field(default_factory=result_encoder)  # return values to JSON
 
     def job_uid(self, pid: int) -> int | None:
         """The uid the job process `pid` runs as: inside the boundary the worker's own (pids restart at 1 in every
@@ -151,9 +175,16 @@ class JobContext:
         return self.worker_uid if self.worker_uid is not None else UID_BASE + pid
 
 
-def decode_job(frame: bytes | bytearray | memoryview) -> SandboxJob:
-    message = json.loads(bytes(frame))
-    return SandboxJob(message["code"], message["function"], message["args"])
+Job = tuple[str, "str | None", Sequence[Any]]  # code, function, args
+
+
+def encode_job(job: SandboxJob) -> bytes:
+    """The job as the worker reads it: marshal (cheap to load in the job process) of its JSON-checked parts."""
+    return marshal.dumps((job.code, job.function, json.loads(json.dumps(list(job.args)))))
+
+
+def decode_job(frame: bytes | bytearray | memoryview) -> Job:
+    return marshal.loads(frame)
 
 
 def child_main(
@@ -171,7 +202,7 @@ def child_main(
         _redirect(context.devnull, *fds)
         job = decode_job(frame)
         _prepare_child(context, workdir, uid, limits)
-        status, report = _execute(job, context.prelude or {})
+        status, report = _execute(job, context)
     except BaseException as exc:  # setting up failed (e.g. a limit could not be set)
         status, report = EXIT_ERROR, _describe(RuntimeError(f"sandbox setup failed: {exc}"))
     with contextlib.suppress(BaseException):
@@ -186,4 +217,14 @@ def child_main(
         exit_now(status)
 
 
-__all__ = ["BASE_ENV", "EXIT_ERROR", "EXIT_MEMORY", "RESULT_FD", "JobContext", "child_main", "decode_job", "write_all"]
+__all__ = [
+    "BASE_ENV",
+    "EXIT_ERROR",
+    "EXIT_MEMORY",
+    "RESULT_FD",
+    "JobContext",
+    "child_main",
+    "decode_job",
+    "encode_job",
+    "write_all",
+]

@@ -22,7 +22,7 @@ from kt_train.sandbox.boundary import BASE_ENV, isolation
 from kt_train.sandbox.cgroup import JobCgroup
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
 from kt_train.sandbox.forkserver import serve
-from kt_train.sandbox.job import JobContext, write_all
+from kt_train.sandbox.job import JobContext, encode_job, write_all
 from kt_train.sandbox.protocol import FRAME_HEADER, read_exactly
 from kt_train.sandbox.supervisor import ForkServerGone, JobIO, supervise, worker_context
 
@@ -43,8 +43,8 @@ def _send(fd: int, payload: dict[str, Any]) -> None:
 
 
 def _encode_job(job: SandboxJob | str) -> bytes:
-    job = SandboxJob(job) if isinstance(job, str) else job
-    return _frame({"code": job.code, "function": job.function, "args": list(job.args)})
+    data = encode_job(SandboxJob(job) if isinstance(job, str) else job)
+    return FRAME_HEADER.pack(len(data)) + data
 
 
 def _recv(fd: int, limit: int) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def worker_main(payload: dict[str, Any]) -> None:
         exec(compile(payload["prelude"], "<sandbox prelude>", "exec"), prelude)
     sys.stdout.flush()
     sys.stderr.flush()
-    context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude or None, payload["uid"])
+    context = worker_context(config, payload["bounded"], payload["oom_fd"], prelude, payload["uid"])
     cgroup.limit_memory(payload["memory_fds"], cgroup.job_memory_bytes(config))
     server_end, supervisor_end = socket.socketpair()
     gc.freeze()  # the collector never walks (so never writes to) what the worker set up: fewer copy-on-write faults

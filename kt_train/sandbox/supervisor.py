@@ -38,6 +38,7 @@ from kt_train.sandbox.system import (
     no_capabilities,
     prctl,
     read_search_capability,
+    sealed_session_keyring,
     unshare_network,
 )
 
@@ -392,7 +393,8 @@ def worker_context(
     prelude: dict[str, Any] | None = None,
     worker_uid: int | None = None,
 ) -> JobContext:
-    """Set this worker up (subreaper, no new privileges, network) and describe what its jobs inherit.
+    """Set this worker's fork server up (subreaper, no new privileges, network, session keyring, environment) and
+    describe what its jobs inherit.
 
     `bounded`: the worker runs inside the boundary (its own namespaces, /tmp and /dev/shm private to it).
     """
@@ -406,9 +408,13 @@ def worker_context(
     else:
         capability = no_capabilities() if bounded and root else None
     tmp_root = "" if bounded else config.tmp_dir or _default_tmp_dir()
+    if drop:  # else every job joins a keyring of its own (they share the uid that would own this one)
+        sealed_session_keyring()
     _streams_on_standard_fds()
     os.environ.clear()  # jobs see only this, plus HOME and TMPDIR: no secrets of the caller
     os.environ.update(BASE_ENV)
+    if bounded:
+        os.environ["HOME"] = os.environ["TMPDIR"] = JOB_DIR  # with weak isolation, each job's own directory
     return JobContext(
         config,
         drop,
@@ -418,6 +424,6 @@ def worker_context(
         oom_fd=oom_fd,
         bounded=bounded,
         worker_uid=worker_uid if bounded else None,
-        prelude=prelude,
+        prelude=prelude or {},
         capability=capability,
     )

@@ -18,7 +18,9 @@ _CAPABILITY_VERSION_3 = 0x20080522
 _CAP_DAC_READ_SEARCH = 2
 _LIBC: ctypes.CDLL | None = None
 _SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-_KEYCTL_GET_KEYRING_ID, _KEYCTL_JOIN_SESSION_KEYRING, _KEYCTL_INVALIDATE, _KEYCTL_GET_PERSISTENT = 0, 1, 21, 22
+_KEYCTL_GET_KEYRING_ID, _KEYCTL_JOIN_SESSION_KEYRING, _KEYCTL_SETPERM = 0, 1, 5
+_KEYCTL_INVALIDATE, _KEYCTL_GET_PERSISTENT = 21, 22
+_KEY_USR_ALL = 0x003F0000  # every permission for the owner; none for a possessor, the group or others
 _KEY_SPEC_SESSION_KEYRING, _KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 
 
@@ -75,6 +77,19 @@ def new_session_keyring() -> None:
     keyctl, or refused by a seccomp filter) are fine: the job cannot use them either."""
     if _keyctl(_KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 and ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
         raise PermissionError(f"no session keyring of its own: {os.strerror(ctypes.get_errno())}")
+
+
+def sealed_session_keyring() -> None:
+    """Join a new, empty session keyring that only its owner may use, not its possessors: the jobs, which inherit
+    it but run as other uids, can neither read it nor link keys into it for a later job (they may join keyrings of
+    their own, which die with them). Unavailable keyrings are fine, as in `new_session_keyring`."""
+    serial = _keyctl(_KEYCTL_JOIN_SESSION_KEYRING, 0)
+    if serial < 0:
+        if ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):
+            return
+        raise PermissionError(f"no session keyring of its own: {os.strerror(ctypes.get_errno())}")
+    if _keyctl(_KEYCTL_SETPERM, serial, _KEY_USR_ALL) < 0:
+        raise PermissionError(f"cannot seal the session keyring: {os.strerror(ctypes.get_errno())}")
 
 
 def invalidate_user_keyrings() -> None:

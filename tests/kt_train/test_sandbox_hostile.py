@@ -11,6 +11,7 @@ itself, empty /tmp and /dev/shm, no SysV IPC object, no key; on the host: no fil
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import secrets
@@ -457,6 +458,15 @@ ENVIRONMENT = "['HOME', 'LANG', 'PATH', 'TMPDIR']"
 DUMPABLE = "import ctypes\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"  # PR_SET_DUMPABLE: its own /proc files again
 
 
+def _keyring_unread(result: SandboxResult) -> None:
+    """The search of the job's session keyring (the worker's, sealed against its jobs) is refused (EACCES) or finds
+    nothing (ENOKEY), and the caller's key cannot be read by its id."""
+    words = result.stdout.split()
+    found, search_errno = int(words[words.index("search") + 1]), int(words[words.index("search") + 2])
+    read = int(words[words.index("read") + 1])
+    assert found == -1 and search_errno in (errno.EACCES, errno.ENOKEY) and read == -1, result
+
+
 def _exec_environment(result: SandboxResult) -> None:
     """/proc/self/environ is the environment the worker was started with (bubblewrap's): nothing of the caller."""
     names = json.loads(result.stdout.splitlines()[-1])
@@ -501,7 +511,7 @@ READS = {
     ),
     "own memory via /proc/self/mem": Attempt(DUMPABLE + MEMORY_BY_PROC, Verdict.OK, check=_scanned),
     "own memory via ctypes": Attempt(MEMORY_BY_CTYPES, Verdict.OK, check=_scanned),
-    "the caller's session keyring": Attempt(KEYRING_READ, Verdict.OK, stdout="search -1 126 read -1"),
+    "the caller's session keyring": Attempt(KEYRING_READ, Verdict.OK, check=_keyring_unread),
     "/proc/keys": Attempt(
         f"text = open('/proc/keys').read()\nprint('listed', {KEY_DESCRIPTION!r} in text)",
         Verdict.OK,
@@ -790,7 +800,9 @@ def test_keys_a_job_leaves_reach_no_later_job_of_its_uid_and_not_the_host(canari
     """Keyrings of a uid are kernel objects outside every namespace: the worker invalidates them after the job."""
     with SandboxPool(workers=1, config=FAST) as own:
         left = _run(own, KEYS_LEFT)
-        assert left.verdict == Verdict.OK and "-1" not in left.stdout.split("made")[1], left
+        made = json.loads(left.stdout.split("made")[1])  # user, user-session, session, persistent keyrings
+        assert left.verdict == Verdict.OK and -1 not in made[:2] + made[3:], left
+        assert made[2] == -1, left  # the session keyring is the worker's, sealed: no job adds to it
         found = _run(own, KEYS_FOUND)  # the next job of the same worker runs as the same uid
     uid = int(left.stdout.split()[0])
     assert found.verdict == Verdict.OK and found.stdout == f"{uid} found [] []\n", (left, found)
@@ -881,7 +893,6 @@ def test_a_job_cannot_forge_its_verdict(
 
 OWN_VALUES = {  # ways for a function job to report a value itself: each is what `return [1, {'a': 2}]` gives
     "write it and exit 0": "os.write(3, b'[1, {\"a\": 2}]')\nos._exit(0)",
-    "patch json.dumps and return another": "import json\njson.dumps = lambda *a, **k: '[1, {\"a\": 2}]'\nreturn 0",
     "patch the wrapper's globals and raise": "job = sys.modules['kt_train.sandbox.job']\njob.EXIT_ERROR = 0\n"
     "job._describe = lambda exc: b'[1, {\"a\": 2}]'\nraise ValueError('real')",
 }
@@ -895,6 +906,15 @@ def test_a_value_of_its_own_is_only_what_returning_it_gives(pool: SandboxPool, c
     returned = _run(pool, SandboxJob("def f():\n    return [1, {'a': 2}]", "f"))
     assert (written.verdict, written.return_value) == (returned.verdict, returned.return_value), written
     assert returned.return_value == [1, {"a": 2}]
+    _clean_after(pool)
+
+
+def test_patching_json_changes_no_return_value(pool: SandboxPool) -> None:
+    """The return value is encoded by an encoder the worker built before the fork: patching the job's json module
+    (or the builtins it uses) reports nothing but what the function returned."""
+    code = "import builtins, json\njson.dumps = lambda *a, **k: '[1, 2]'\nbuiltins.isinstance = None\nreturn 0"
+    result = _run(pool, SandboxJob(f"def f():\n{indent(code, '    ')}", "f"))
+    assert (result.verdict, result.return_value) == (Verdict.OK, 0), result
     _clean_after(pool)
 
 

@@ -9,7 +9,8 @@ back in between, was 5x faster and was given up: one candidate could read the ot
 the checking function for the rest of its batch.)
 
 Candidates never see the sequences: correctness is judged outside the sandbox, from the head of `output` that the
-checking function reports.
+checking function reports. Syntax errors and programs that only assign list literals are judged without a process
+(`eval.kt.literal_programs`: nothing of them runs), with the statuses the checking function would give.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from eval.kt.literal_programs import literal_status
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult
 from kt_train.sandbox import Verdict as SandboxVerdict
 
@@ -65,10 +67,15 @@ class PythonRunner:
     def run(self, codes: Sequence[str], keeps: Sequence[int], progress: bool = False) -> list[dict[str, Any]]:
         """Statuses in the order of `codes`: ok (with `output`, `length`), no_output, bad_output, exited, timeout,
         memory, killed, error (with `type`, `message`)."""
-        if self._pool is None:
-            self._pool = SandboxPool(workers=self.workers, config=self.config, prelude=CHECK_SOURCE)
-        jobs = [SandboxJob("", "kt_check", [code, keep]) for code, keep in zip(codes, keeps, strict=True)]
-        return [_status(result) for result in self._pool.map(jobs, progress=progress)]
+        statuses = [literal_status(code, keep) for code, keep in zip(codes, keeps, strict=True)]
+        to_run = [i for i, status in enumerate(statuses) if status is None]
+        if to_run:
+            if self._pool is None:
+                self._pool = SandboxPool(workers=self.workers, config=self.config, prelude=CHECK_SOURCE)
+            jobs = [SandboxJob("", "kt_check", [codes[i], keeps[i]]) for i in to_run]
+            for i, result in zip(to_run, self._pool.map(jobs, progress=progress), strict=True):
+                statuses[i] = _status(result)
+        return [status for status in statuses if status is not None]
 
     def close(self) -> None:
         if self._pool is not None:

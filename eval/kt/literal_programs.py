@@ -12,6 +12,8 @@ of a candidate is ever executed in this process.
 from __future__ import annotations
 
 import ast
+import keyword
+import re
 import warnings
 from typing import Any
 
@@ -19,6 +21,10 @@ MAX_CODE_CHARS = 1 << 20  # larger programs go to the sandbox (whose limits boun
 MAX_ELEMENTS = 2_000_000  # list elements a program may build here, all assignments together
 _SYNTAX_ERRORS = (SyntaxError,)  # IndentationError and TabError are subclasses
 FILENAME = "<candidate>"  # the name the sandbox compiles candidates under: the same error messages
+
+
+_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*(?:\[([ \t0-9+,-]*)\]|([A-Za-z_][A-Za-z0-9_ \t+]*?))[ \t]*")
+_INT = re.compile(r"[ \t]*[-+]?(?:0|[1-9][0-9]*)[ \t]*")
 
 
 class _OutsideSubset(Exception):
@@ -71,15 +77,59 @@ class _Evaluator:
                 isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)
+                and statement.targets[0].id != "__debug__"  # the compiler refuses it after parsing
             ):
                 raise _OutsideSubset
             self.names[statement.targets[0].id] = self.value(statement.value)
+
+
+def _plain_lines(code: str) -> dict[str, list[int]] | None:
+    """The names a program assigns if each of its lines is `name = [ints]` or `name = a + b + ...` in the plainest
+    spelling (what prompted models write); None for anything else, which the syntax tree then decides."""
+    if "\r" in code:
+        return None
+    names: dict[str, list[int]] = {}
+    budget = MAX_ELEMENTS
+    for line in code.split("\n"):
+        if not line.strip(" \t"):
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None or keyword.iskeyword(match[1]) or match[1] == "__debug__":
+            return None
+        if match[2] is not None:
+            if not match[2].strip(" \t"):
+                value = []
+            else:
+                items = match[2].split(",")
+                if len(items) > 1 and not items[-1].strip(" \t"):
+                    items.pop()  # one trailing comma
+                if not all(_INT.fullmatch(item) for item in items):
+                    return None  # "[,]", "[1,,2]", "[01]": the parser decides
+                value = [int(item) for item in items]
+        else:
+            parts = [part.strip(" \t") for part in match[3].split("+")]
+            if not all(part in names for part in parts):
+                return None
+            value = [v for part in parts for v in names[part]]
+        budget -= len(value)
+        if budget < 0:
+            return None
+        names[match[1]] = value
+    return names
 
 
 def literal_status(code: str, keep: int) -> dict[str, Any] | None:
     """The checking status of `code` (as the sandbox would report it, the first `keep` values of `output`) if it
     is a syntax error or assigns list literals only; None if it must run."""
     if len(code) > MAX_CODE_CHARS:
+        return None
+    try:
+        names = _plain_lines(code)
+    except ValueError:  # an int over the interpreter's digit limit: its parser says what happens
+        names = None
+    if names is not None:
+        return _status(names, keep)
+    if "(" in code or ":" in code:  # calls, definitions, blocks: outside the subset, whatever its syntax
         return None
     try:
         with warnings.catch_warnings():  # a candidate's SyntaxWarnings are not this process's business
@@ -94,9 +144,13 @@ def literal_status(code: str, keep: int) -> dict[str, Any] | None:
         evaluator.run(tree)
     except _OutsideSubset:
         return None
-    if "output" not in evaluator.names:
+    return _status(evaluator.names, keep)
+
+
+def _status(names: dict[str, list[int]], keep: int) -> dict[str, Any]:
+    if "output" not in names:
         return {"status": "no_output"}
-    output = evaluator.names["output"]
+    output = names["output"]
     return {"status": "ok", "output": output[:keep], "length": len(output)}
 
 

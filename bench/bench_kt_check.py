@@ -41,7 +41,10 @@ from benchutil import (
 
 from dsl.parser import parse_program
 from dsl.program import render_python
+from eval.kt.checking import CheckConfig
+from eval.kt.completions import extract_code
 from eval.kt.dataset import load_kt_dataset
+from eval.kt.literal_programs import literal_status
 from kt_train.cli import main as kt_main
 
 KEY = "kt_check"
@@ -187,7 +190,16 @@ def measure(completions: list[str], sequences: list[list[int]], repeats: int, ba
     return runs
 
 
-def report(runs: list[Run], command: str, source: str, machine: str, ref: str, floor: float) -> str:
+def static_share(completions: list[str], sequences: list[list[int]]) -> int:
+    """How many of the completions the checker judges without a process (syntax errors, list-literal programs)."""
+    codes = [extract_code(c) for c in completions]
+    return sum(
+        code is not None and literal_status(code, len(seq) + CheckConfig().output_margin) is not None
+        for code, seq in zip(codes, sequences, strict=True)
+    )
+
+
+def report(runs: list[Run], command: str, source: str, machine: str, ref: str, floor: float, static: int) -> str:
     current = statistics.median(r.rate for r in runs if r.method == CURRENT)
     batched = statistics.median(r.rate for r in runs if r.method.startswith("batches"))
     alone = statistics.median(r.rate for r in runs if r.method.startswith("one per process"))
@@ -211,9 +223,12 @@ def report(runs: list[Run], command: str, source: str, machine: str, ref: str, f
             "",
             f"- Completions: {source}. Verdicts (every run agreed): {runs[0].verdicts}.",
             f"- {CURRENT}: `CandidateChecker('python', CheckConfig(workers=2))`, 5 s per program, 512 MiB, each "
-            "candidate a sandbox job of its own forked from a worker that ran the checking code once (private "
-            "filesystem view, namespaces, cgroup, own uid; `eval/kt/python_runner.py`); extraction included; pool "
-            f"start-up ({startup * 1000:.0f} ms median) excluded.",
+            "candidate a sandbox job of its own forked from a worker's fork server, which ran the checking code once "
+            "(private filesystem view, namespaces, cgroup, own uid; `eval/kt/python_runner.py`), except syntax "
+            f"errors and programs that only assign list literals: {static:,} of {runs[0].completions:,} completions "
+            "were judged from their text without a process (`eval/kt/literal_programs.py`), the other "
+            f"{runs[0].completions - static:,} ran in the sandbox; extraction included; pool start-up "
+            f"({startup * 1000:.0f} ms median) excluded.",
             f"- At {ref} (before the boundary): batches of up to 32 candidates in one sandboxed process with "
             "builtins, modules and interpreter hooks put back between them (given up: a candidate could read a "
             "batch-mate's output or replace the checking function), and one process per candidate; no filesystem "
@@ -252,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = measure(completions, sequences, args.repeats, baseline, args.baseline_ref)
     floor = statistics.median(fork_floor() for _ in range(args.repeats))
     print(f"fork floor: {floor:,.0f} forks/s", file=sys.stderr)
-    body = report(runs, invocation("bench_kt_check.py", argv), source, machine, args.baseline_ref, floor)
+    static = static_share(completions, sequences)
+    body = report(runs, invocation("bench_kt_check.py", argv), source, machine, args.baseline_ref, floor, static)
     return publish(KEY, body, args.no_doc)
 
 

@@ -152,15 +152,14 @@ def report(runs: list[Run], command: str, workers: int, load_start: float, basel
         "temporary git worktree, in the same run.",
         f"- Baseline: `subprocess.run([sys.executable, '-c', PROGRAM])` per program on {workers} threads (no limits "
         "at all); its interpreter start-up (site, .pth files of the venv) is most of its cost.",
-        "- Where the time goes (`perf record -a` over 3,000 pool jobs, measured while optimising): 73% of all CPU "
-        "samples are in the kernel's memory management (copy-on-write faults, page-table copies at fork, unmapping "
-        "at exit), 18% in the interpreter. On this virtual machine fork + exit of an idle worker alone costs about "
-        "0.6 ms (0.48 ms for a bare `python -I -S`); a job adds about 370 faults in the child (compiling and running "
-        "its code, JSON) and about 210 in the worker (every page Python writes after a fork is write-protected). "
-        "Jobs must not share a process, so the fork per job is the floor: a stripped-down fork loop with the same "
-        "steps and no result handling took about 1.4 ms per job on one core: "
-        "under 20x even if it scaled perfectly to two cores (it did not: two such loops side by side took 3.9 ms "
-        "per job each).",
+        "- Where the time goes (`perf record -a` over 3,000 pool jobs, measured while optimising): 61% of all CPU "
+        "samples are in the kernel, mostly memory management (13% tearing a job's address space down at exit, 6% "
+        "copying page tables at fork, the rest copy-on-write faults), 22% in the interpreter. A worker is two "
+        "processes: a fork server, from which every job is forked, and a supervisor that does the bookkeeping "
+        "and never forks a job. A job now takes about 280 page faults in its own process and 85 in the fork "
+        "server, the supervisor almost none (with one process doing both: 490 and 290; with logging imported, "
+        "its fork hooks alone cost 135 per job). A bare `python -I -S` forks and reaps an idle child about 2,000 "
+        "times a second on one core here: jobs must not share a process, so that is the floor.",
         f"- Load average at the start: {load_start:.2f}; at the end: {load_average():.2f}.",
     ]
     return "\n".join(lines)

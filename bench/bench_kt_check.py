@@ -122,7 +122,7 @@ from eval.kt.completions import extract_code
 options = {"workers": 2, **({"batch_size": payload["batch_size"]} if payload["batch_size"] else {})}
 start = time.perf_counter()
 with CandidateChecker("python", CheckConfig(**options)) as checker:
-    checker.check(["output = [1]"] * 4, [[1]] * 4)  # the pools are up
+    checker.check(["output = list([1])"] * 4, [[1]] * 4)  # the pools are up (a program that runs: a call)
     started = time.perf_counter()
     results = checker.check([extract_code(c) for c in payload["completions"]], payload["sequences"])
     wall = time.perf_counter() - started

@@ -49,7 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     run.add_argument("file", nargs="?", help="the Python file to run")
-    run.add_argument("--timeout", type=float, default=SandboxConfig.timeout_s, help="wall-clock limit in seconds")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=SandboxConfig.timeout_s,
+        help="CPU-time limit in seconds (the wall-clock safety net is twice that, plus 1 s)",
+    )
     run.add_argument("--memory-mb", type=int, default=SandboxConfig.memory_mb, help="memory limit in MiB")
     run.add_argument(
         "--explain", action="store_true", help="print the isolation in force (namespaces, limits, what is visible)"

@@ -45,7 +45,7 @@ EXECUTABLE = frozenset({Verdict.CORRECT, Verdict.WRONG_OUTPUT})
 class CheckConfig:
     """Limits for running candidates."""
 
-    timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit per Python program (seconds)"})
+    timeout_s: float = field(default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)"})
     memory_mb: int = field(default=512, metadata={"help": "address space a Python program may map (MiB)"})
     workers: int | None = field(default=None, metadata={"help": "sandbox processes (None: one per CPU core)"})
     max_dsl_elements: int = field(

@@ -53,7 +53,7 @@ class KTEvalConfig:
     gzip_encoding: GzipEncoding = field(
         default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release (Precision, back-off)"}
     )
-    timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit per Python program"})
+    timeout_s: float = field(default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)"})
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
 
     def __post_init__(self) -> None:

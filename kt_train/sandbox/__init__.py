@@ -1,10 +1,10 @@
 """Run untrusted Python in an isolated, limited process and get back a verdict the supervisor observed.
 
-Verdicts (`Verdict`): `ok`; `timeout` (wall clock, or the CPU-time rlimit); `error` (an exception: `error_type`,
-`error_message`, traceback on stderr; also a syntax error, a missing function, a non-JSON return value, sys.exit(n)
-with n != 0, a result over `max_result_bytes`); `memory` (MemoryError at the address-space limit, or killed at the
-job's cgroup memory limit); `killed` (died by a signal or exited without reporting, e.g. os._exit, SIGKILL, a
-segfault).
+Verdicts (`Verdict`): `ok`; `timeout` (the job's CPU time over `timeout_s`, or the wall-clock safety net); `error`
+(an exception: `error_type`, `error_message`, traceback on stderr; also a syntax error, a missing function, a
+non-JSON return value, sys.exit(n) with n != 0, a result over `max_result_bytes`); `memory` (MemoryError at the
+address-space limit, or killed at the job's cgroup memory limit); `killed` (died by a signal or exited without
+reporting, e.g. os._exit, SIGKILL, a segfault).
 
 Every job runs in its own fresh fork of a `SandboxPool` worker (`run_code`/`call_function` start a one-worker pool
 for one job). Workers run inside bubblewrap (`boundary.py`): a private read-only filesystem view (interpreter,

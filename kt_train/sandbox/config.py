@@ -26,7 +26,17 @@ class Verdict(enum.StrEnum):
 class SandboxConfig:
     """Limits of one job."""
 
-    timeout_s: float = field(default=5.0, metadata={"help": "wall-clock limit of a job in seconds"})
+    timeout_s: float = field(
+        default=5.0,
+        metadata={
+            "help": "CPU-time limit of a job in seconds (user + system time of its process and the children it "
+            "waited for): what decides `timeout`, whatever the machine's load"
+        },
+    )
+    wall_timeout_s: float | None = field(
+        default=None,
+        metadata={"help": "wall-clock safety net for a job that sleeps or blocks (None: 2 x timeout_s + 1)"},
+    )
     grace_s: float = field(default=0.5, metadata={"help": "seconds between SIGTERM and SIGKILL after a timeout"})
     memory_mb: int = field(
         default=512, metadata={"help": "address space (MiB) a job may map on top of the interpreter's own"}
@@ -86,6 +96,13 @@ class SandboxConfig:
             )
         if self.cpu_s is not None and self.cpu_s <= 0:
             raise ValueError("cpu_s must be > 0")
+        if self.wall_timeout_s is not None and self.wall_timeout_s < self.timeout_s:
+            raise ValueError("wall_timeout_s must be >= timeout_s (a job cannot use more CPU time than wall time)")
+
+    @property
+    def wall_limit_s(self) -> float:
+        """The wall-clock safety net in seconds."""
+        return self.wall_timeout_s if self.wall_timeout_s is not None else 2 * self.timeout_s + 1
 
     @property
     def cpu_limit_s(self) -> int:
@@ -104,6 +121,7 @@ class SandboxResult:
     error_type: str | None = None
     error_message: str | None = None
     duration_s: float = 0.0
+    cpu_s: float = 0.0
     truncated: bool = False
 
     def to_dict(self) -> dict[str, Any]:

@@ -56,7 +56,8 @@ def explain(config: SandboxConfig | None = None) -> str:
         f"CPU {config.cpu_limit_s} s, file size {config.file_size_mb} MiB, no core files",
         "limits per job (cgroup): "
         + (", ".join(f"{k}={v}" for k, v in cgroup_limits.items()) if cgroup_limits else "none (no writable cgroup)"),
-        f"wall clock: {config.timeout_s:g} s (+{config.grace_s:g} s grace); output kept: {config.max_output_bytes} "
+        f"CPU time: {config.timeout_s:g} s (wall-clock safety net {config.wall_limit_s:g} s, +{config.grace_s:g} s "
+        f"grace); output kept: {config.max_output_bytes} "
         f"bytes of stdout and of stderr; result: at most {config.max_result_bytes} bytes",
     ]
     result = call_function(_PROBE, "probe", (), config)

@@ -3,8 +3,8 @@
 A pool worker is two processes. The fork server (pid 1 of the boundary's pid namespace; with weak isolation a
 subreaper) holds the warm interpreter (preloaded modules, the prelude) and only forks: it reads a job's frame, makes
 the job's three pipes, forks the job, hands the job's pid and the pipes' read ends to the supervisor
-(`supervisor.py`, its first child), wipes the frame, reaps the job and reports its wait status. The supervisor does
-everything else: the clock, reading the pipes, killing what the job left, cleaning up, the verdict.
+(`supervisor.py`, its first child), wipes the frame, reaps the job and reports its wait status and CPU time. The
+supervisor does everything else: the clocks, reading the pipes, killing what the job left, cleaning up, the verdict.
 
 Why two processes: after a fork, every page the parent or the child writes is copied. A fork server that runs a few
 lines per job leaves little to copy, and the supervisor, which never forks a job, pays nothing for its bookkeeping
@@ -24,7 +24,7 @@ import socket
 import time
 
 from kt_train.sandbox.job import JobContext, child_main
-from kt_train.sandbox.protocol import INT, Buffer, next_workdir, read_frame_into
+from kt_train.sandbox.protocol import INT, STATUS, Buffer, next_workdir, read_frame_into
 from kt_train.sandbox.system import address_space, job_limits
 
 
@@ -83,8 +83,8 @@ def serve(job_r: int, channel: socket.socket, context: JobContext, supervisor: i
             for fd in (out_r, out_w, err_r, err_w, res_r, res_w, pidfd):
                 os.close(fd)
             frame.wipe()
-        status = os.waitpid(pid, 0)[1]
-        channel.sendall(INT.pack(status))
+        _, status, usage = os.wait4(pid, 0)
+        channel.sendall(STATUS.pack(status, round((usage.ru_utime + usage.ru_stime) * 1e6)))
 
 
 __all__ = ["serve"]

@@ -101,6 +101,7 @@ def worker_main(payload: dict[str, Any]) -> None:
 def _supervisor_main(context: JobContext, channel: socket.socket, res_w: int) -> None:
     """Supervise the fork server's jobs one at a time and send each verdict to the pool; never returns."""
     io = JobIO.for_config(context.config)
+    write_all(res_w, _frame({"ready": True}))  # both processes are up: the pool may count on them
     while True:
         retire = False
         try:
@@ -163,6 +164,7 @@ def decode_result(
         stdout=out.decode("utf-8", errors="replace"),
         stderr=err.decode("utf-8", errors="replace"),
         duration_s=float(header.get("duration_s", 0.0)),
+        cpu_s=float(header.get("cpu_s", 0.0)),
         truncated=bool(header.get("truncated")),
         error_message=message,
     )
@@ -222,6 +224,8 @@ class SandboxPool:
         try:
             for _ in range(workers or os.cpu_count() or 1):
                 self._workers.append(self._spawn())
+            for worker in self._workers:
+                self._ready(worker)
         except BaseException:
             self.close()
             raise
@@ -266,6 +270,11 @@ class SandboxPool:
         _send(job_w, payload)
         return _Worker(process, job_w, res_r, group)
 
+    def _ready(self, worker: _Worker) -> None:
+        """Wait until the worker's fork server and supervisor are up (its first frame says so)."""
+        if _recv(worker.res_r, 1 << 10) != {"ready": True}:
+            raise RuntimeError("a sandbox worker failed to start (its error is on stderr above)")
+
     def _retire(self, worker: _Worker) -> None:
         for fd in (worker.job_w, worker.res_r):
             with contextlib.suppress(OSError):
@@ -278,6 +287,7 @@ class SandboxPool:
     def _replace(self, slot: int) -> None:
         self._retire(self._workers[slot])
         self._workers[slot] = self._spawn()
+        self._ready(self._workers[slot])
 
     def map(self, jobs: Iterable[SandboxJob | str], progress: bool = False) -> list[SandboxResult]:
         """Run the jobs (a str is a script) on all workers; the results in the order of the jobs."""
@@ -360,7 +370,7 @@ class SandboxPool:
         for worker in workers:
             os.close(worker.res_r)
             try:
-                worker.process.wait(timeout=self.config.timeout_s + self.config.grace_s + 5.0)
+                worker.process.wait(timeout=self.config.wall_limit_s + self.config.grace_s + 5.0)
             except Exception:
                 worker.process.kill()
                 worker.process.wait()

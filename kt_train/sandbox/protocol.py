@@ -4,8 +4,8 @@ and the fork server (`forkserver.py`).
 Pool -> worker: one frame per job (an 8-byte length, then the job as JSON), read by the fork server.
 Supervisor -> fork server: "go" (a 4-byte length, then the next job's working directory; empty: the boundary's
 /tmp) once the last job is cleaned up. Fork server -> supervisor: the job's pid (4 bytes) with four descriptors
-attached (the read ends of its stdout, stderr and result pipes, and its pidfd), then its wait status (4 bytes) once
-it reaped the job.
+attached (the read ends of its stdout, stderr and result pipes, and its pidfd), then its wait status and CPU time in
+microseconds (`STATUS`) once it reaped the job.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Buffer:
 
 
 INT = struct.Struct("!i")
+STATUS = struct.Struct("!iq")  # wait status, CPU microseconds (user + system, the job and its waited children)
 FRAME_HEADER = struct.Struct("!Q")
 
 
@@ -117,6 +118,7 @@ def next_workdir(channel: socket.socket) -> str | None:
 __all__ = [
     "FRAME_HEADER",
     "INT",
+    "STATUS",
     "Buffer",
     "next_workdir",
     "read_exactly",

@@ -27,7 +27,7 @@ from kt_train.sandbox.boundary import BASE_ENV, JOB_DIR, SCRATCH_DIRS
 from kt_train.sandbox.cgroup import oom_kills
 from kt_train.sandbox.config import SandboxConfig, Verdict
 from kt_train.sandbox.job import EXIT_ERROR, EXIT_MEMORY, JobContext
-from kt_train.sandbox.protocol import INT, Buffer, recv_exactly, send_go
+from kt_train.sandbox.protocol import INT, STATUS, Buffer, recv_exactly, send_go
 from kt_train.sandbox.system import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_KEEPCAPS,
@@ -128,15 +128,44 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _wait(channel: socket.socket, streams: dict[int, Buffer], io: JobIO, res_r: int, deadline: float) -> str:
-    """Read the pipes until the fork server reports the job's exit: 'exited', 'timeout' or 'overflow' (result over
-    the cap)."""
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(stat_fd: int | None) -> float | None:
+    """CPU seconds (user + system, with the children it waited for) of the process whose /proc/PID/stat is open;
+    None once it is gone."""
+    if stat_fd is None:
+        return None
+    try:
+        data = os.pread(stat_fd, 4096, 0)
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) ": state is field 3, utime 14 .. cstime 17
+    return sum(int(v) for v in fields[11:15]) / _TICKS if len(fields) > 14 else None
+
+
+def _wait(
+    channel: socket.socket, streams: dict[int, Buffer], io: JobIO, res_r: int, start: float, config: SandboxConfig,
+    stat_fd: int | None,
+) -> str:  # fmt: skip
+    """Read the pipes until the fork server reports the job's exit: 'exited', 'cpu' (over its CPU time), 'wall' (over
+    the wall-clock safety net) or 'overflow' (result over the cap).
+
+    The CPU time is looked at when it could first be over the limit (at `timeout_s` of wall time), then again when
+    what is left of it could be used up: a job is stopped for the CPU time it used, however loaded the machine is."""
     watched = [channel.fileno(), *streams]
+    wall_end = start + config.wall_limit_s
+    check_at = start + config.timeout_s
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return "timeout"
-        ready = select.select(watched, [], [], remaining)[0]
+        now = time.monotonic()
+        if now >= check_at:
+            used = _cpu_seconds(stat_fd)
+            if used is not None and used >= config.timeout_s:
+                return "cpu"
+            check_at = wall_end if used is None else now + max(config.timeout_s - used, 0.01)
+        if now >= wall_end:
+            return "wall"
+        ready = select.select(watched, [], [], min(check_at, wall_end) - now)[0]
         if ready and ready[0] == watched[0]:
             return "exited"
         _read_ready(ready, streams, io.discard)
@@ -145,20 +174,28 @@ def _wait(channel: socket.socket, streams: dict[int, Buffer], io: JobIO, res_r: 
         watched = [watched[0], *streams]
 
 
-def _exit_status(channel: socket.socket, timeout: float | None) -> int | None:
-    """The job's wait status as the fork server reports it once it reaped the job; None if not within `timeout`."""
+def _exit_status(channel: socket.socket, timeout: float | None) -> tuple[int, float] | None:
+    """The job's wait status and CPU seconds as the fork server reports them once it reaped the job; None if not
+    within `timeout`."""
     if timeout is not None and not select.select([channel], [], [], max(0.0, timeout))[0]:
         return None
-    message = recv_exactly(channel, INT.size)
+    message = recv_exactly(channel, STATUS.size)
     if message is None:
         raise ForkServerGone("the fork server stopped during a job")
-    return INT.unpack(message)[0]
+    status, cpu_us = STATUS.unpack(message)
+    return status, cpu_us / 1e6
 
 
-def _verdict(status: int, ending: str, memory_killed: bool, config: SandboxConfig) -> tuple[Verdict, str | None]:
+def _verdict(
+    status: int, ending: str, cpu_s: float, memory_killed: bool, config: SandboxConfig
+) -> tuple[Verdict, str | None]:
     """The verdict from what the supervisor saw, and its own message (None: the job's report describes an error)."""
-    if ending == "timeout":
-        return Verdict.TIMEOUT, f"wall-clock limit of {config.timeout_s:g} s exceeded"
+    if ending == "cpu" or (ending == "exited" and cpu_s > config.timeout_s):
+        return Verdict.TIMEOUT, f"CPU-time limit of {config.timeout_s:g} s exceeded"
+    if ending == "wall":
+        return Verdict.TIMEOUT, (
+            f"wall-clock safety limit of {config.wall_limit_s:g} s exceeded (it used {cpu_s:.2f} s of CPU time)"
+        )
     if ending == "overflow":
         return Verdict.ERROR, f"the result is larger than max_result_bytes ({config.max_result_bytes})"
     if os.WIFSIGNALED(status):
@@ -213,6 +250,16 @@ def supervise(context: JobContext, io: JobIO, channel: socket.socket) -> dict[st
             clean_scratch()
 
 
+_WRAPPER_STATUSES = (0, EXIT_ERROR, EXIT_MEMORY)
+
+
+def _open_stat(pid: int) -> int | None:
+    try:
+        return os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # already gone (its status is on its way)
+        return None
+
+
 def _supervise_job(
     context: JobContext, io: JobIO, channel: socket.socket, pid: int, fds: list[int], oom_before: int
 ) -> dict[str, Any]:
@@ -223,31 +270,35 @@ def _supervise_job(
     out_r, err_r, res_r, pidfd = fds
     streams = {out_r: io.out, err_r: io.err, res_r: io.res}
     uid = context.job_uid(pid)
-    ending, status = "timeout", None
+    stat_fd = _open_stat(pid)
+    ending, exited = "wall", None
     try:
-        ending = _wait(channel, streams, io, res_r, start + config.timeout_s)
+        ending = _wait(channel, streams, io, res_r, start, config, stat_fd)
         if ending == "exited":
-            status = _exit_status(channel, None)
+            exited = _exit_status(channel, None)
         else:
-            if ending == "timeout":
+            if ending in ("cpu", "wall"):
                 _killpg(pid, signal.SIGTERM)
-            status = _exit_status(channel, config.grace_s if ending == "timeout" else 0.0)
+            exited = _exit_status(channel, config.grace_s if ending != "overflow" else 0.0)
     finally:
-        clean = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, EXIT_ERROR, EXIT_MEMORY)
+        clean = exited is not None and os.WIFEXITED(exited[0]) and os.WEXITSTATUS(exited[0]) in _WRAPPER_STATUSES
         if context.bounded or not clean:
             _kill_job(context, uid)  # inside the boundary a single kill(-1); else only if the job could not do it
-        if status is None:
+        if exited is None:
             _killpg(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         os.close(pidfd)
-    if status is None:
-        status = _exit_status(channel, None)
+        if stat_fd is not None:
+            os.close(stat_fd)
+    if exited is None:
+        exited = _exit_status(channel, None)
+    status, cpu_s = exited
     duration = time.monotonic() - start
     if uid is not None:
         _remove_keys(uid)
     _drain(streams, io)
-    verdict, message = _verdict(status, ending, oom_kills(context.oom_fd) > oom_before, config)
+    verdict, message = _verdict(status, ending, cpu_s, oom_kills(context.oom_fd) > oom_before, config)
     if message is not None:  # not an exit status the job's wrapper gives: its result descriptor is not read
         io.res.wipe()
     elif io.res.size > config.max_result_bytes:
@@ -257,6 +308,7 @@ def _supervise_job(
         "verdict": str(verdict),
         "message": message,
         "duration_s": round(duration, 6),
+        "cpu_s": round(cpu_s, 6),
         "truncated": io.out.truncated or io.err.truncated,
         "sizes": [io.out.size, io.err.size, io.res.size],
     }

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from kt_train.sandbox import (
     run_code,
 )
 
-FAST = SandboxConfig(timeout_s=1.0, grace_s=0.3)
+FAST = SandboxConfig(timeout_s=1.0, wall_timeout_s=1.5, grace_s=0.3)
 IS_ROOT = os.geteuid() == 0
 
 
@@ -82,7 +83,7 @@ def test_infinite_loop_times_out_and_leaves_nothing() -> None:
     with SandboxPool(workers=1, config=FAST) as pool:
         result = pool.run("while True: pass")
         assert result.verdict == Verdict.TIMEOUT
-        assert time.monotonic() - start < FAST.timeout_s + FAST.grace_s + 3
+        assert time.monotonic() - start < FAST.wall_limit_s + FAST.grace_s + 3
         _assert_next_job_sees_nothing(pool)
     _assert_host_back_to(before)
 
@@ -311,3 +312,44 @@ def test_kill_9_of_the_caller_leaves_no_job_running() -> None:
         with SandboxPool(workers=1) as pool:  # a new pool removes the cgroups the killed one left
             assert pool.run("pass").verdict == Verdict.OK
         assert _stale_cgroups(caller.pid) == []
+
+
+# ----- timeouts by CPU time (the same verdict however loaded the machine is)
+
+BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+WORK = "def f(n):\n    total = 0\n    for i in range(n):\n        total += i * i\n    return total\n"
+
+
+def test_a_cpu_bound_job_times_out_by_its_cpu_time() -> None:
+    result = run_code("while True:\n    pass", SandboxConfig(timeout_s=0.5, wall_timeout_s=5.0, grace_s=0.2))
+    assert result.verdict == Verdict.TIMEOUT and "CPU-time limit of 0.5 s" in result.error_message, result
+    assert 0.5 <= result.cpu_s < 1.5 and result.duration_s < 3.0, result
+
+
+def test_sleeping_is_not_cpu_time_and_the_wall_clock_is_a_safety_net() -> None:
+    config = SandboxConfig(timeout_s=0.5, wall_timeout_s=2.0, grace_s=0.2)
+    slept = run_code("import time\ntime.sleep(1.0)", config)  # a wall-clock limit of 0.5 s would stop it
+    assert slept.verdict == Verdict.OK and slept.cpu_s < 0.5 <= slept.duration_s, slept
+    stuck = run_code("import time\ntime.sleep(30)", config)
+    assert stuck.verdict == Verdict.TIMEOUT and "wall-clock safety limit of 2 s" in stuck.error_message, stuck
+    assert 2.0 <= stuck.duration_s < 4.0, stuck
+
+
+def test_the_verdict_does_not_depend_on_load() -> None:
+    """A job that needs about 0.3 s of CPU, with a limit of 1.6 times that, while three other workers' jobs keep both
+    cores busy (each worker has a cgroup of its own, so the load that slows a job down is other sandbox jobs): its
+    wall time is over the limit (a wall-clock timeout would stop it), its CPU time is not."""
+    with SandboxPool(workers=1) as pool:
+        n = 200_000
+        while (probe := pool.run(SandboxJob(WORK, "f", [n]))).cpu_s < 0.3:
+            n *= 2
+        limit = 1.6 * probe.cpu_s
+    busy = SandboxConfig(timeout_s=20.0)
+    with SandboxPool(workers=3, config=busy) as others, ThreadPoolExecutor(1) as thread:
+        loading = thread.submit(others.map, [BURN.format(seconds=1.5 + 4 * limit)] * 3)
+        time.sleep(0.5)
+        with SandboxPool(workers=1, config=SandboxConfig(timeout_s=limit, wall_timeout_s=20 * limit)) as pool:
+            loaded = pool.run(SandboxJob(WORK, "f", [n]))
+        assert [r.verdict for r in loading.result()] == [Verdict.OK] * 3
+    assert loaded.verdict == Verdict.OK and loaded.return_value == sum(i * i for i in range(n)), loaded
+    assert loaded.duration_s > limit > loaded.cpu_s, (loaded, limit, probe)

@@ -24,7 +24,7 @@ from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResu
 TOKEN = secrets.token_hex(12)  # the secret: planted in files and the environment, never in a path
 NAME = secrets.token_hex(6)  # names the planted files and everything a job tries to create
 MARK = f"kt-hostile-{NAME}"
-FAST = SandboxConfig(timeout_s=1.5, grace_s=0.2)
+FAST = SandboxConfig(timeout_s=1.5, wall_timeout_s=2.0, grace_s=0.2)
 REPO = Path(__file__).resolve().parents[2]
 HOME = Path.home()
 KEY_DIR = HOME / f".kt-canary-{NAME}"
@@ -104,7 +104,7 @@ def _no_leak(result: SandboxResult) -> None:
 
 
 def _bounded(result: SandboxResult, config: SandboxConfig = FAST) -> None:
-    assert result.duration_s < config.timeout_s + config.grace_s + 2.0
+    assert result.duration_s < config.wall_limit_s + config.grace_s + 2.0
 
 
 # ----- reads of the host

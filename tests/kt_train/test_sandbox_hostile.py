@@ -44,7 +44,7 @@ from kt_train.sandbox.boundary import _target  # where a host path is bound insi
 TOKEN = secrets.token_hex(16)  # the secret in every canary; never part of a path or of a job's code
 NAME = secrets.token_hex(6)  # names the canaries' paths and whatever a job tries to create
 MARK = f"hostile-{NAME}"
-FAST = SandboxConfig(timeout_s=1.0, grace_s=0.2)
+FAST = SandboxConfig(timeout_s=1.0, wall_timeout_s=1.5, grace_s=0.2)
 SLACK_S = 2.0
 REPO = Path(__file__).resolve().parents[2]
 HOME = Path.home()
@@ -146,6 +146,16 @@ def _host_processes() -> int:
     return sum(1 for p in os.listdir("/proc") if p.isdigit())
 
 
+def _describe(pid: int) -> str:
+    """A process as `pid name state ppid uid: cmdline` (for a failure message)."""
+    try:
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+    except (OSError, ValueError):
+        return f"{pid} (gone)"
+    return f"{pid} {status.get('Name')} {status.get('State')} ppid {status.get('PPid')} uid {status.get('Uid')}: {cmdline}"
+
+
 def _wait(condition: Callable[[], bool], seconds: float = 2.0) -> bool:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -226,7 +236,9 @@ def host_unchanged(canaries: dict[str, Any]) -> Iterator[None]:
     `kt-sandbox-*` entry in its /tmp or /dev/shm."""
     below, scratch = _descendants(os.getpid()), _sandbox_scratch()
     yield
-    assert _wait(lambda: _descendants(os.getpid()) <= below), _descendants(os.getpid()) - below
+    assert _wait(lambda: _descendants(os.getpid()) <= below), [
+        _describe(pid) for pid in _descendants(os.getpid()) - below
+    ]
     assert _host_marks() == []
     assert _wait(lambda: _sandbox_scratch() <= scratch, 1.0), _sandbox_scratch() - scratch
 
@@ -262,7 +274,7 @@ def _run(pool: SandboxPool, job: SandboxJob | str, config: SandboxConfig = FAST)
     start = time.monotonic()
     result = pool.run(job)
     wall = time.monotonic() - start
-    limit = config.timeout_s + config.grace_s + SLACK_S
+    limit = config.wall_limit_s + config.grace_s + SLACK_S
     assert result.duration_s < limit and wall < limit + 1.0, (result.duration_s, wall, result)
     _no_leak(result)
     return result
@@ -1169,7 +1181,7 @@ def checker(request: pytest.FixtureRequest, canaries: dict[str, Any]) -> Iterato
     from eval.kt.checking import CandidateChecker, CheckConfig
 
     with CandidateChecker("python", CheckConfig(timeout_s=2.0, memory_mb=256, workers=request.param)) as started:
-        started.check(["output = [1]"], [[1]])  # the workers are up before any case counts processes
+        started.check(["output = list([1])"], [[1]])  # the workers are up (a program that runs: a call)
         yield started
 
 
@@ -1218,7 +1230,7 @@ def reward(canaries: dict[str, Any]) -> Iterator[Any]:
     from kt_train.rewards import get_reward
 
     made = get_reward("kt_compression", mode="python", timeout_s=2.0, memory_mb=256, workers=2)
-    made(completions=["output = [1]"], sequence=[[1]])  # the pool is up before any case counts processes
+    made(completions=["output = list([1])"], sequence=[[1]])  # the pool is up (a program that runs: a call)
     try:
         yield made
     finally:

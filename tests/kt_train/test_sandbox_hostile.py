@@ -153,7 +153,8 @@ def _describe(pid: int) -> str:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
     except (OSError, ValueError):
         return f"{pid} (gone)"
-    return f"{pid} {status.get('Name')} {status.get('State')} ppid {status.get('PPid')} uid {status.get('Uid')}: {cmdline}"
+    fields = [status.get(key, "?") for key in ("Name", "State", "PPid", "Uid")]
+    return f"{pid} {fields[0]} {fields[1]} ppid {fields[2]} uid {fields[3]}: {cmdline}"
 
 
 def _wait(condition: Callable[[], bool], seconds: float = 2.0) -> bool:

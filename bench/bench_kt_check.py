@@ -237,7 +237,7 @@ def report(runs: list[Run], command: str, source: str, machine: str, ref: str, f
             f"children that compile and run `output = [1, 2, 3]` and exit, no sandbox at all: {fmt_rate(floor)} "
             f"forks/s in all ({floor / batched:.2f}x the batched figure): what a process per candidate costs before "
             "any isolation, rlimits or supervision.",
-            "- Infinite loops are not in the mix: each costs its 5 s timeout whatever the method.",
+            "- Infinite loops are not in the mix: each costs its 5 s of CPU time whatever the method.",
             f"- {machine}",
         ]
     )

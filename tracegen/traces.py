@@ -2,7 +2,7 @@
 
 For every benchmark item and algorithm, two FORWARD runs are traced: the encoder on x (`encode`) and the decoder on z
 (`decode`, z rebuilt from its JSON form by `Algorithm.from_json`, so tuples are tuples again). Each run is one
-`SandboxJob` (5 s wall clock by default) in a `SandboxPool` whose workers preloaded snoop. The job:
+`SandboxJob` (5 s of CPU time by default) in a `SandboxPool` whose workers preloaded snoop. The job:
 
 - puts the program source into `linecache` under the file name `<main_solution>` (so snoop shows its lines and the
   line numbers are those of the source the models see) and decorates `main_solution` with

@@ -7,16 +7,23 @@ data packages (dsl, tracegen, eval) register themselves in pyproject.toml, so th
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+
+from kt_train.logs import DEBUG_ENV, DEBUG_FLAG, configure_logging, report_error, take_debug_flag
 
 ENTRY_POINT_GROUP = "kt_train.commands"
 USAGE_ERROR = 2
 
 
 def fail(message: str) -> int:
-    """Print one error line and return the usage-error exit status."""
+    """Print one error line and return the usage-error exit status (inside an `except` block with --debug or
+    KT_DEBUG=1, the traceback of the exception handled first)."""
+    if os.environ.get(DEBUG_ENV) == "1" and sys.exc_info()[1] is not None:
+        traceback.print_exc(file=sys.stderr)
     print(f"kt: error: {message}", file=sys.stderr)
     return USAGE_ERROR
 
@@ -38,12 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `kt` command: logging set up once; an error is one line (exit 2 for bad input), its traceback with
+    `--debug` or KT_DEBUG=1."""
+    argv, debug = take_debug_flag(sys.argv[1:] if argv is None else argv)
+    configure_logging(debug)
     parser = build_parser()
+    parser.epilog = f"{DEBUG_FLAG} (anywhere) or {DEBUG_ENV}=1: debug logs and the traceback behind an error."
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         return fail("interrupted")
+    except Exception as exc:  # one line, not a traceback: bad input (exit 2) or a failure (exit 1)
+        return report_error("kt", exc, debug)
 
 
 if __name__ == "__main__":

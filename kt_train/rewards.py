@@ -17,8 +17,8 @@ name TRL logs, `rewards/<name>/mean`). It:
   completion's verdict (a column of the completions table, through `log_extra`).
 
 Rewards that run model-written code or decode model-written data do it in a `SandboxPool` (`PooledReward`): every
-completion is a sandbox job with its own CPU-time, wall-clock and memory limits, all of a batch run at once on the pool's
-workers, so an endless or hostile completion costs at most its timeout.
+completion is a sandbox job with its own CPU-time, wall-clock and memory limits, all of a batch run at once on the
+pool's workers, so an endless or hostile completion costs at most its timeout.
 
 Here: `format_reward` (the completion matches the row's `format_pattern`, a regex the data builder writes). The
 domain rewards (KT compression, RTCE answer and round trip, NL round trip) score with the DSL, the RTCE algorithms

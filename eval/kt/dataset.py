@@ -61,7 +61,11 @@ def load_kt_dataset(path: Path | str, limit: int | None = None) -> KTDataset:
     items: list[KTItem] = []
     digest = hashlib.sha256()
     for file in files:
-        table = pq.read_table(file)
+        try:
+            table = pq.read_table(file)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            reason = "".join(c if c.isprintable() else " " for c in " ".join(str(exc).split()))
+            raise DatasetError(f"{file} is not a readable Parquet file: {reason}") from exc
         if not {"id", "sequence"} <= set(table.column_names):
             raise DatasetError(f"{file} lacks the columns id and sequence")
         programs = table.column("program").to_pylist() if "program" in table.column_names else None
@@ -72,6 +76,9 @@ def load_kt_dataset(path: Path | str, limit: int | None = None) -> KTDataset:
                 break
             if not sequence:
                 raise DatasetError(f"{file}: item {item_id} has an empty sequence")
+            if not isinstance(sequence, list) or not all(type(v) is int for v in sequence):
+                shown = repr(sequence)[:60]
+                raise DatasetError(f"{file}: item {item_id}: `sequence` must be a list of integers, not {shown}")
             item = KTItem(str(item_id), tuple(sequence), programs[i] if programs is not None else None)
             digest.update(f"{item.id}:{','.join(map(str, item.sequence))}\n".encode())
             items.append(item)

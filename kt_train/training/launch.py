@@ -3,13 +3,15 @@ input."""
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trl import ModelConfig, TrlParser
 
 from kt_train.configs import SFTConfig
+from kt_train.logs import configure_logging, report_error, take_debug_flag
 from kt_train.models import ModelUnavailableError
 from kt_train.training.data import DatasetUnavailableError
 
@@ -27,16 +29,32 @@ def launch(
     argv: list[str] | None = None,
     training_config: type = SFTConfig,
 ) -> int:
-    """Parse the command line (and `--config` YAML) and run `main`; a broken config or missing data or model gives
-    one `error:` line and exit status 2 instead of a traceback."""
+    """Parse the command line (and `--config` YAML) and run `main`, with logging at the training arguments' level for
+    this process (rank 0 logs, the others only warn); a broken config or missing data or model gives one `error:` line
+    and exit status 2 instead of a traceback (shown with `--debug` or KT_DEBUG=1)."""
+    argv, debug = take_debug_flag(sys.argv[1:] if argv is None else argv)
+    configure_logging(debug)
     try:
-        main(*recipe_parser(script_arguments, training_config).parse_args_and_config(argv))
+        parsed = recipe_parser(script_arguments, training_config).parse_args_and_config(argv)
+        configure_logging(debug, _process_log_level(parsed))
+        main(*parsed)
     except USER_ERRORS as exc:
-        print(f"{sys.argv[0]}: error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(sys.argv[0], exc, debug)
     finally:
         _end_distributed()
     return 0
+
+
+def _process_log_level(parsed: Sequence[Any]) -> int:
+    """The log level TrainingArguments give this process (`log_level` on rank 0, `log_level_replica` elsewhere)."""
+    for arguments in parsed:
+        if hasattr(arguments, "get_process_log_level"):
+            level = arguments.get_process_log_level()
+            import transformers
+
+            transformers.utils.logging.set_verbosity(level)
+            return level
+    return logging.INFO
 
 
 def _end_distributed() -> None:

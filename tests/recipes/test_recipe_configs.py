@@ -109,3 +109,19 @@ def test_broken_config_gives_one_error_line(tmp_path: Path) -> None:
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "learning_rate_typo" in errors[0]
     assert "Traceback" not in done.stderr
+
+
+def test_debug_shows_the_traceback_behind_the_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--debug` (anywhere) or KT_DEBUG=1 on a recipe: the same error line, with the traceback before it."""
+    monkeypatch.setenv("KT_DEBUG", "0")  # --debug sets it to 1 for child processes: undone after the test
+    config = tmp_path / "config.yaml"
+    config.write_text("output_dir: out\nlearning_rate_typo: 1\n")
+    recipe = load_recipe("sft_rtce")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--config", str(config)]) == 2
+    plain = capsys.readouterr().err
+    assert "learning_rate_typo" in plain and "Traceback" not in plain and "--debug" in plain
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--config", str(config), "--debug"]) == 2
+    debug = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in debug and "learning_rate_typo" in debug.splitlines()[-1]

@@ -41,6 +41,13 @@ class RunFields:
         default=None,
         metadata={"help": "log W&B offline (None: offline unless logged in, i.e. WANDB_API_KEY or a netrc entry)"},
     )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "start afresh in an output_dir that holds a run (its checkpoints and results are removed); "
+            "without it a rerun resumes only with the same settings, and a finished run is not trained further"
+        },
+    )
 
     def __post_init__(self) -> None:
         if not torch.cuda.is_available():

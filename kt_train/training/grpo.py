@@ -23,9 +23,10 @@ from trl import GRPOTrainer, ModelConfig, get_peft_config
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.rewards import Reward, get_reward_funcs
 from kt_train.training.data import drop_longer_than, take_samples
-from kt_train.training.lifecycle import TrainingRun, start_run, train_and_finish
+from kt_train.training.lifecycle import TrainingRun, finished_run, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer, merge_adapter
 from kt_train.training.report import wandb_runs
+from kt_train.training.run_settings import run_settings
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +89,13 @@ def run_grpo(
     """Train on the prompts of `dataset` with the configured rewards into `training_args.output_dir`."""
     rewards = reward_funcs_for(script_args, dataset.column_names)
     try:
-        checkpoint = start_run(training_args)
         tokenizer = get_training_tokenizer(model_args, training_args)
         train_dataset, dropped = prepare_prompts(dataset, script_args, training_args, tokenizer)
+        settings = run_settings(script_args, training_args, model_args, dataset=train_dataset,
+                                world_size=training_args.world_size)  # fmt: skip
+        start = start_run(training_args, settings)
+        if start.finished:
+            return finished_run(training_args)
         model = get_training_model(model_args, training_args)
         if script_args.init_adapter is not None:
             model = merge_adapter(model, script_args.init_adapter)
@@ -103,7 +108,7 @@ def run_grpo(
             peft_config=get_peft_config(model_args),
         )
         data_metrics = {"train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
-        run = train_and_finish(trainer, tokenizer, training_args, checkpoint, data_metrics,
+        run = train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
                                dataset_name=dataset_name, tags=tags)  # fmt: skip
         if trainer.accelerator.is_main_process:
             print_summary(run, training_args.output_dir)

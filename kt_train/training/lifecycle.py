@@ -1,16 +1,19 @@
 """What every training run does around `trainer.train()`, whatever the trainer (SFT, GRPO).
 
-Before: seed, glibc's malloc told to keep freed memory on CPU, the W&B environment, the checkpoint to resume from.
-After: train metrics and trainer state, the adapter (or model), tokenizer and generation config ending at EOS, a model
-card, and the W&B run ended.
+Before: seed, glibc's malloc told to keep freed memory on CPU, whether the run may start or go on in its output
+directory (`run_settings.py`: same settings, not finished), the W&B environment (the recorded run id, so a resumed run
+logs to the same W&B run), the checkpoint to resume from. After: train metrics and trainer state, the adapter (or
+model), tokenizer and generation config ending at EOS, a model card, and the W&B run ended.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from transformers import Trainer, set_seed
@@ -19,6 +22,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from kt_train.configs import TrainingConfig
 from kt_train.training.memory import keep_freed_memory
 from kt_train.training.model import check_trainable
+from kt_train.training.run_settings import FINISHED_FILE, RunStart, decide, wandb_run_id
 from kt_train.training.wandb_logging import finish_wandb, init_wandb_training
 
 logger = logging.getLogger(__name__)
@@ -26,10 +30,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class TrainingRun:
-    """What a run left: its train metrics and the trainer (model with adapter, state)."""
+    """What a run left: its train metrics and the trainer (model with adapter, state; None for a run that had
+    finished before, and was not trained again)."""
 
     metrics: dict[str, Any]
-    trainer: Trainer
+    trainer: Trainer | None
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -37,16 +42,31 @@ def last_checkpoint(output_dir: str) -> str | None:
     return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
 
 
-def start_run(training_args: TrainingConfig) -> str | None:
-    """Seed, CPU memory setting and W&B environment; return the checkpoint to resume from (None: start afresh)."""
+def start_run(training_args: TrainingConfig, settings: Mapping[str, Any]) -> RunStart:
+    """Seed and CPU memory setting; whether the run with `settings` (`run_settings.run_settings`) may start or go on
+    in its output directory (raises SettingsMismatch if not), and from which checkpoint; the W&B environment."""
     set_seed(training_args.seed)
     if training_args.use_cpu:
         keep_freed_memory()
-    init_wandb_training(training_args)
-    checkpoint = training_args.resume_from_checkpoint or last_checkpoint(training_args.output_dir)
-    if checkpoint is not None:
-        logger.info("resuming from %s", checkpoint)
-    return checkpoint
+    with training_args.main_process_first(local=False, desc="checking the output directory"):
+        start = decide(
+            training_args.output_dir, settings, training_args.overwrite_output_dir, training_args.process_index == 0
+        )
+    if start.finished:
+        logger.info("%s holds the finished run with these settings: nothing to train", training_args.output_dir)
+        return start
+    if training_args.resume_from_checkpoint:
+        start = RunStart(str(training_args.resume_from_checkpoint))
+    init_wandb_training(training_args, wandb_run_id(training_args.output_dir))
+    if start.checkpoint is not None:
+        logger.info("resuming from %s", start.checkpoint)
+    return start
+
+
+def finished_run(training_args: TrainingConfig) -> TrainingRun:
+    """The run that had finished in `output_dir` before: its recorded train metrics, no trainer."""
+    path = Path(training_args.output_dir) / FINISHED_FILE
+    return TrainingRun(json.loads(path.read_text(encoding="utf-8")), None)
 
 
 def train_and_finish(
@@ -104,6 +124,7 @@ def save_outputs(
 __all__ = [
     "TrainingRun",
     "finish_run",
+    "finished_run",
     "last_checkpoint",
     "save_outputs",
     "start_run",

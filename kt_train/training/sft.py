@@ -17,8 +17,9 @@ from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import drop_longer_than, take_samples, to_prompt_completion
-from kt_train.training.lifecycle import TrainingRun, start_run, train_and_finish
+from kt_train.training.lifecycle import TrainingRun, finished_run, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer
+from kt_train.training.run_settings import run_settings
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,15 @@ def run_sft(
     dataset_name: str,
     tags: Sequence[str] = (),
 ) -> SFTRun:
-    """Train on `dataset` into `training_args.output_dir`."""
-    checkpoint = start_run(training_args)
+    """Train on `dataset` into `training_args.output_dir` (resuming there only a run with the same settings; a
+    finished one is returned as it is)."""
     tokenizer = get_training_tokenizer(model_args, training_args)
     train_dataset, dropped = prepare_dataset(dataset, data_args, training_args, tokenizer)
+    world_size = training_args.world_size
+    settings = run_settings(data_args, training_args, model_args, dataset=train_dataset, world_size=world_size)
+    start = start_run(training_args, settings)
+    if start.finished:
+        return finished_run(training_args)
     trainer = SFTTrainer(
         model=get_training_model(model_args, training_args),
         args=training_args,
@@ -63,8 +69,8 @@ def run_sft(
         peft_config=get_peft_config(model_args),
     )
     data_metrics = {"train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
-    return train_and_finish(trainer, tokenizer, training_args, checkpoint, data_metrics, dataset_name=dataset_name,
-                            tags=tags)  # fmt: skip
+    return train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
+                            dataset_name=dataset_name, tags=tags)  # fmt: skip
 
 
 __all__ = ["SFTRun", "prepare_dataset", "run_sft"]

@@ -48,14 +48,19 @@ def finish_wandb() -> None:
     wandb.teardown()
 
 
-def init_wandb_training(training_args: TrainingConfig) -> Path | None:
+def init_wandb_training(training_args: TrainingConfig, run_id: str | None = None) -> Path | None:
     """Set the WANDB_* environment for the Trainer's W&B callback; return the W&B directory (None: W&B is off).
 
     Offline (WANDB_MODE=offline) when `wandb_offline` is True, or when it is None and nobody is logged in; an
     explicit WANDB_MODE in the environment wins. WANDB_DIR is the run's output directory (W&B writes `wandb/` there).
+    `run_id` (the one recorded with the run's settings) makes a resumed run log to the same W&B run.
     """
+    for key in ("WANDB_RUN_ID", "WANDB_RESUME"):  # never the id of an earlier run of this process
+        os.environ.pop(key, None)
     if not reports_to_wandb(training_args):
         return None
+    if run_id is not None:
+        os.environ["WANDB_RUN_ID"], os.environ["WANDB_RESUME"] = run_id, "allow"
     for key, value in (
         ("WANDB_ENTITY", training_args.wandb_entity),
         ("WANDB_PROJECT", training_args.wandb_project),

@@ -15,6 +15,7 @@ from trl import ModelConfig
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.models import DEFAULT_MODEL, get_model, get_tokenizer
+from kt_train.training.run_settings import SettingsMismatch
 from kt_train.training.sft import SFTRun, run_sft
 
 PROBE = "Question: what is 7 + 8? Answer:"
@@ -105,12 +106,44 @@ def test_resume_continues_the_step_count(lora_run: tuple[SFTRun, Path, dict[str,
     resumed_dir = tmp_path / "resumed"
     shutil.copytree(output, resumed_dir)
     shutil.rmtree(resumed_dir / "checkpoint-2")  # as if killed after step 1: resume from checkpoint-1
-    run = run_sft(chat_dataset(), DataArguments(), training_args(resumed_dir, max_steps=3), LORA, dataset_name="arith")
-    assert run.trainer.state.global_step == 3
+    (resumed_dir / "train_results.json").unlink()
+    run = run_sft(chat_dataset(), DataArguments(), training_args(resumed_dir), LORA, dataset_name="arith")
+    assert run.trainer.state.global_step == 2
     steps = [entry["step"] for entry in run.trainer.state.log_history if "loss" in entry]
-    assert steps == [1, 2, 3]  # step 1 from the checkpoint's history, 2 and 3 trained now
+    assert steps == [1, 2]  # step 1 from the checkpoint's history, 2 trained now
     state = json.loads((resumed_dir / "trainer_state.json").read_text())
-    assert state["global_step"] == 3
+    assert state["global_step"] == 2
+    before = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    assert [e["loss"] for e in state["log_history"] if "loss" in e] == pytest.approx(
+        [e["loss"] for e in before if "loss" in e], rel=1e-4
+    )  # the resumed run is the run it continues
+
+
+def test_a_finished_run_is_not_trained_further(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
+    """Rerunning with the same settings (was: resumed from checkpoint-2, a third step at learning rate 0, the
+    adapter overwritten)."""
+    run, output, _ = lora_run
+    adapter = (output / "adapter_model.safetensors").read_bytes()
+    again = run_sft(chat_dataset(), DataArguments(), training_args(output), LORA, dataset_name="arith")
+    assert again.trainer is None and again.metrics["train_samples"] == run.metrics["train_samples"]
+    assert (output / "adapter_model.safetensors").read_bytes() == adapter
+    assert json.loads((output / "trainer_state.json").read_text())["global_step"] == 2
+
+
+def test_other_settings_are_refused_then_started_afresh(
+    lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]], tmp_path: Path
+) -> None:
+    """A changed learning rate (was: silently ignored, the old run resumed)."""
+    _, output, _ = lora_run
+    changed = tmp_path / "changed"
+    shutil.copytree(output, changed)
+    args = training_args(changed, learning_rate=2e-3)
+    with pytest.raises(SettingsMismatch, match=r"learning_rate 0\.001 -> 0\.002"):
+        run_sft(chat_dataset(), DataArguments(), args, LORA, dataset_name="arith")
+    args = training_args(changed, learning_rate=2e-3, overwrite_output_dir=True)
+    run = run_sft(chat_dataset(), DataArguments(), args, LORA, dataset_name="arith")
+    assert run.trainer is not None and run.trainer.state.global_step == 2
+    assert [e["step"] for e in run.trainer.state.log_history if "loss" in e] == [1, 2]  # both trained now
 
 
 def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from trl import ModelConfig
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.models import DEFAULT_MODEL, get_model, get_tokenizer
-from kt_train.training.run_settings import SettingsMismatch
+from kt_train.training.run_settings import SettingsMismatch, wandb_run_id
 from kt_train.training.sft import SFTRun, run_sft
 
 PROBE = "Question: what is 7 + 8? Answer:"
@@ -159,6 +159,7 @@ def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         runs = list((tmp_path / name / "wandb").glob("offline-run-*"))
         assert len(runs) == 1, name
         assert list(runs[0].glob("*.wandb"))
+        assert runs[0].name.endswith(f"-{wandb_run_id(tmp_path / name)}")  # the id a resumed run goes on with
 
 
 def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:

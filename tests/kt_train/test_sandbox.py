@@ -31,8 +31,20 @@ SEE_PROCESSES = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if 
 SEE_SCRATCH = "import os\nprint(os.listdir('/tmp'), os.listdir('/dev/shm'))"
 
 
+_PF_KTHREAD = 0x00200000
+
+
+def _user_process(pid: str) -> bool:
+    """Whether `pid` is a process of user space (kernel threads, most of /proc here, come and go on their own)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return not int(fields[6]) & _PF_KTHREAD
+
+
 def _host_processes() -> int:
-    return sum(1 for p in os.listdir("/proc") if p.isdigit())
+    return sum(1 for p in os.listdir("/proc") if p.isdigit() and _user_process(p))
 
 
 def _assert_next_job_sees_nothing(pool: SandboxPool) -> None:

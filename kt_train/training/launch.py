@@ -3,11 +3,15 @@ input."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
+import types
+import typing
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+import yaml
 from trl import ModelConfig, TrlParser
 
 from kt_train.configs import SFTConfig
@@ -18,9 +22,50 @@ from kt_train.training.data import DatasetUnavailableError
 USER_ERRORS = (ValueError, FileNotFoundError, DatasetUnavailableError, ModelUnavailableError)
 
 
+class RecipeParser(TrlParser):
+    """TrlParser whose errors are one line (argparse prints the whole usage, 155 lines for a recipe, first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def recipe_parser(script_arguments: type, training_config: type = SFTConfig) -> TrlParser:
     """The parser of a recipe; unknown YAML keys fail (TrlParser's default)."""
-    return TrlParser((script_arguments, training_config, ModelConfig))
+    return RecipeParser((script_arguments, training_config, ModelConfig))
+
+
+_SIMPLE = (bool, int, float, str)
+
+
+def _expected(annotation: Any) -> tuple[type, ...] | None:
+    """The simple types a field of this annotation accepts (None: not a simple field, not checked here)."""
+    if annotation in _SIMPLE:
+        return (int, float) if annotation is float else (annotation,)
+    arguments = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and arguments:
+        simple = [a for a in arguments if a is not type(None)]
+        if all(a in _SIMPLE for a in simple):
+            return (*(t for a in simple for t in ((int, float) if a is float else (a,))), type(None))
+    return None
+
+
+def check_types(parsed: Sequence[Any]) -> None:
+    """Refuse a value of the wrong type for a number, flag or text setting (YAML values skip argparse's types):
+    e.g. `learning_rate: [1, 2]` would otherwise fail only once the model is loaded and training starts."""
+    for config in parsed:
+        try:
+            hints = typing.get_type_hints(type(config))
+        except Exception:  # an annotation that does not resolve here: nothing to check against
+            continue
+        for item in dataclasses.fields(config):
+            accepted = _expected(hints.get(item.name))
+            value = getattr(config, item.name)
+            if accepted is None or (
+                isinstance(value, accepted) and not (isinstance(value, bool) and bool not in accepted)
+            ):
+                continue
+            wanted = " or ".join(t.__name__ for t in accepted if t is not type(None))
+            raise ValueError(f"{item.name} must be {wanted}, not {type(value).__name__} {value!r:.40}")
 
 
 def launch(
@@ -35,7 +80,11 @@ def launch(
     argv, debug = take_debug_flag(sys.argv[1:] if argv is None else argv)
     configure_logging(debug)
     try:
-        parsed = recipe_parser(script_arguments, training_config).parse_args_and_config(argv)
+        try:
+            parsed = recipe_parser(script_arguments, training_config).parse_args_and_config(argv)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"the config is not valid YAML: {exc}") from exc
+        check_types(parsed)
         configure_logging(debug, _process_log_level(parsed))
         main(*parsed)
     except USER_ERRORS as exc:

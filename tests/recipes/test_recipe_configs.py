@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,31 @@ def test_debug_shows_the_traceback_behind_the_error_line(
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--config", str(config), "--debug"]) == 2
     debug = capsys.readouterr().err
     assert "Traceback (most recent call last)" in debug and "learning_rate_typo" in debug.splitlines()[-1]
+
+
+def _launch_with(config: str, tmp_path: Path) -> int:
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    recipe = load_recipe("sft_rtce")
+    try:
+        return launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--config", str(path)])
+    except SystemExit as exc:  # argparse's own exit, after its one line (see RecipeParser)
+        return int(exc.code or 0)
+
+
+BAD_VALUES = {  # config -> its one error line (was: a traceback, an error only once the model had loaded, or 155
+    # lines of usage before the error)
+    "output_dir: out\nlearning_rate: [1, 2\n": r"the config is not valid YAML: .*line \d+",
+    "output_dir: out\nlearning_rate: [1, 2]\n": "learning_rate must be int or float, not list",
+    "output_dir: out\nmax_steps: many\n": "argument --max_steps/--max-steps: invalid int value: 'many'",
+    "output_dir: out\nlora_r: eight\n": "invalid int value: 'eight'",
+}
+
+
+@pytest.mark.parametrize(("config", "expected"), BAD_VALUES.items(), ids=range(len(BAD_VALUES)))
+def test_bad_values_are_one_line_before_anything_loads(
+    config: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _launch_with(config, tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(expected, err[0]), err

@@ -142,11 +142,12 @@ def report(runs: list[Run], command: str, workers: int, load_start: float, basel
         "",
         f"- Programs: `def f(x): return sum(range(x))` called with x = 0..{runs[0].programs - 1}; both methods check "
         "every returned value.",
-        f"- SandboxPool: `SandboxPool(workers={workers}, preload=('json',))`, default `SandboxConfig` (5 s of CPU time, "
-        "512 MiB address space, own uid when root, no network), each worker inside bubblewrap (private read-only "
-        "filesystem view, pid/IPC/UTS/network namespaces, its own cgroup, /tmp and /dev/shm emptied after every "
-        "job); each program runs in its own freshly forked child of a worker (`call_function` jobs). Worker start-up "
-        f"is not in the wall time: {startup * 1000:.0f} ms (median) for starting the pool and running a first job.",
+        f"- SandboxPool: `SandboxPool(workers={workers}, preload=('json',))`, default `SandboxConfig` (5 s of CPU "
+        "time, 512 MiB address space, own uid when root, no network), each worker inside bubblewrap (private "
+        "read-only filesystem view, pid/IPC/UTS/network namespaces, its own cgroup, /tmp and /dev/shm emptied "
+        "after every job); each program runs in its own freshly forked child of a worker (`call_function` jobs). "
+        f"Worker start-up is not in the wall time: {startup * 1000:.0f} ms (median) for starting the pool and "
+        "running a first job.",
         f"- {baseline_name}: the same pass with the sandbox of that commit (forked jobs with rlimits, own uid, a "
         "private directory and a network namespace, but no filesystem view, pid namespace or cgroup), from a "
         "temporary git worktree, in the same run.",

@@ -175,8 +175,8 @@ def report(runs: list[Run], command: str, workers: int, load_start: float, full:
             "",
             "- `not_roundtrip`: AE items whose float decoder does not give x back (`roundtrip_ok` false) are not run "
             "in the decode direction. `too_long`: more than 3,000 lines (paper's filter). `verdict:<v>`: the sandbox "
-            "verdict was not ok (e.g. over the 5 s of CPU time; tracing is slow on long inputs). `truncated`: stderr over "
-            "8 MiB.",
+            "verdict was not ok (e.g. over the 5 s of CPU time; tracing is slow on long inputs). `truncated`: stderr "
+            "over 8 MiB.",
         ]
     return "\n".join(lines)
 

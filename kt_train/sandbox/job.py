@@ -55,12 +55,12 @@ def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: L
             os.chown(workdir, uid, uid)
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     set_limits(limits)
-    if uid is None:  # jobs share the worker's uid, which owns the worker's keyring: each job gets one of its own
-        new_session_keyring()
     if uid is not None:
         drop_privileges(uid, context.capability)
-    elif context.capability is not None:  # the worker's uid (drop_privileges off): still no capabilities
-        set_capabilities(context.capability)
+    else:  # the worker's uid, which owns the worker's keyring: a keyring of its own, and still no capabilities
+        new_session_keyring()
+        if context.capability is not None:
+            set_capabilities(context.capability)
     if context.block_net:
         disarm_sockets()
 
@@ -190,7 +190,7 @@ def decode_job(frame: bytes | bytearray | memoryview) -> Job:
 def child_main(
     frame: memoryview, context: JobContext, workdir: str, fds: tuple[int, int, int], limits: Limits
 ) -> None:
-    """Body of the job process: never returns. `frame` is the job as the pool sent it (JSON)."""
+    """Body of the job process: never returns. `frame` is the job as the pool sent it (`encode_job`)."""
     kill, getresuid, exit_now, write = os.kill, os.getresuid, os._exit, write_all  # the job may replace them
     uid = context.job_uid(os.getpid())
     status, report = EXIT_ERROR, b""

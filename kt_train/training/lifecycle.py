@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from transformers import Trainer, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from kt_train.configs import TrainingConfig
 from kt_train.training.memory import keep_freed_memory
@@ -35,11 +33,6 @@ class TrainingRun:
 
     metrics: dict[str, Any]
     trainer: Trainer | None
-
-
-def last_checkpoint(output_dir: str) -> str | None:
-    """The newest checkpoint-N directory in `output_dir`, if any."""
-    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
 
 
 def start_run(training_args: TrainingConfig, settings: Mapping[str, Any]) -> RunStart:
@@ -125,7 +118,6 @@ __all__ = [
     "TrainingRun",
     "finish_run",
     "finished_run",
-    "last_checkpoint",
     "save_outputs",
     "start_run",
     "train_and_finish",

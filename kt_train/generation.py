@@ -6,14 +6,19 @@ share the plain helpers below for prompt filtering, stop-string truncation and r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from kt_train.models import DType, get_model, get_tokenizer, resolve_model_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,6 +55,23 @@ class GenerationBackend(Protocol):
 
 
 # ---- shared helpers (used by every backend) -------------------------------------------------------------------
+
+
+GENERATION_ERRORS = (RuntimeError, OSError, ConnectionError, TimeoutError)
+"""What a failed generation request raises (a server hiccup, memory): retried, then recorded as a failure."""
+
+
+def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s: float = 5.0) -> T:
+    """`call(*args)`, tried again up to `retries` times, `backoff_s` seconds apart, while it raises."""
+    for attempt in range(retries + 1):
+        try:
+            return call(*args)
+        except GENERATION_ERRORS as exc:
+            if attempt == retries:
+                raise
+            logger.warning("generation failed (%s); retry %d of %d in %.0f s", exc, attempt + 1, retries, backoff_s)
+            time.sleep(backoff_s)
+    raise AssertionError("unreachable")
 
 
 def kept_indices(prompts: Sequence[str], max_prompt_chars: int) -> list[int]:

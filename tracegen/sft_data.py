@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracegen.records import read_jsonl
+from kt_train.records import read_jsonl
 from tracegen.tasks import Task, dumps
 from tracegen.translate import TRANSLATIONS_FILE
 

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kt_train.records import run_resumable
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
 from tracegen.algorithms import ALGORITHMS, Algorithm
-from tracegen.records import run_resumable
 
 CORPUS_FILE = "rtce.json"
 TRACES_FILE = "traces.jsonl"

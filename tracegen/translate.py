@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracegen.records import read_jsonl, run_resumable
+from kt_train.records import read_jsonl, run_resumable
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"

@@ -1,8 +1,10 @@
 """`kt eval kt`: generate (or read) candidate programs for a KT set, check them, score them, write the results.
 
-Output folder: `completions.jsonl` (generated; resumable: a rerun generates only the missing items), `items.jsonl`
-(one scored row per sequence, every sample inside), `summary.json` (metrics + settings + dataset fingerprint),
-`report.md` and plots. A rerun with other settings into the same folder is refused, so results never mix.
+Output folder (`kt_train.stages.RunFolder`): `completions.jsonl` (generated; resumable: a rerun generates only the
+missing items, and again those whose generation failed), `items.jsonl` (one scored row per sequence, every sample
+inside; resumable too), `summary.json` (metrics + settings + dataset fingerprint), `report.md` and plots. A rerun
+with other settings (the adapter's content included) into the same folder is refused unless `--overwrite`, so
+results never mix; `--num-shards/--shard-index` split the sequences, and a run without them merges the shards.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
 from eval.predictions import read_prediction_rows
-from eval.run_settings import check_settings
-from kt_train.generation import GenerationBackend, SamplingConfig
-from tracegen.records import run_resumable, write_jsonl
+from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.stages import RunFolder, RunOptions, content_hash
 
-COMPLETIONS_FILE = "completions.jsonl"
-ITEMS_FILE = "items.jsonl"
+COMPLETIONS = "completions"
+ITEMS = "items"
+COMPLETIONS_FILE = f"{COMPLETIONS}.jsonl"
+ITEMS_FILE = f"{ITEMS}.jsonl"
+VERSION = 2
+"""The code version of the evaluation's output (part of its settings): raised when rows change meaning."""
 NATURAL_MODULUS = 256
 
 
@@ -33,12 +38,16 @@ NATURAL_MODULUS = 256
 class KTEvalConfig:
     """One evaluation run."""
 
-    dataset: str = field(metadata={"help": "KT set folder (`kt dsl eval-set` or `kt kt-data`)"})
-    output: str = field(metadata={"help": "folder for completions, scored items, summary, report and plots"})
+    dataset: str = field(metadata={"help": "KT set folder (`kt dsl eval-set` or `kt kt-data`)", "metavar": "DIR"})
+    output: str = field(
+        metadata={"help": "folder for completions, scored items, summary, report and plots", "metavar": "DIR"}
+    )
     mode: Mode = field(default="dsl", metadata={"help": "candidates are DSL programs or Python programs"})
     model: str | None = field(default=None, metadata={"help": "model to generate with (None: read --predictions)"})
-    adapter: str | None = field(default=None, metadata={"help": "a LoRA adapter of the model"})
-    predictions: str | None = field(default=None, metadata={"help": "JSONL of existing completions (id, completion)"})
+    adapter: str | None = field(default=None, metadata={"help": "a LoRA adapter of the model", "metavar": "DIR"})
+    predictions: str | None = field(
+        default=None, metadata={"help": "JSONL of existing completions (id, completion)", "metavar": "FILE"}
+    )
     prompt: PromptStyle = field(default="zero-shot", metadata={"help": "zero-shot or cot (Python mode)"})
     backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     num_samples: int = field(default=1, metadata={"help": "completions per sequence; an item keeps its best"})
@@ -48,12 +57,15 @@ class KTEvalConfig:
     seed: int = field(default=42, metadata={"help": "sampling seed"})
     limit: int | None = field(default=None, metadata={"help": "the first N sequences only"})
     program_prior: ProgramPrior | None = field(
-        default=None, metadata={"help": "program bits: uniform DSL prior or gzip (default: uniform for dsl, gzip)"}
+        default=None,
+        metadata={"help": "program bits: uniform DSL prior or gzip (none: uniform for dsl, gzip for python)"},
     )
     gzip_encoding: GzipEncoding = field(
         default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release (Precision, back-off)"}
     )
-    timeout_s: float = field(default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)"})
+    timeout_s: float = field(
+        default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]}
+    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
 
     def __post_init__(self) -> None:
@@ -107,10 +119,16 @@ def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str
     return dict(by_id)
 
 
+def generation_failure(row: dict[str, Any]) -> str | None:
+    """Why a completions row is a failure to make again (its generation raised), or None."""
+    return row.get("error")
+
+
 def generate_completions(
-    config: KTEvalConfig, dataset: KTDataset, output: Path, factory: BackendFactory, progress: bool
+    config: KTEvalConfig, dataset: KTDataset, folder: RunFolder, factory: BackendFactory, progress: bool
 ) -> dict[str, list[str | None]]:
-    """Completions for every item, generated batch by batch into `completions.jsonl` (resumable)."""
+    """Completions for every item (of this shard), generated batch by batch into `completions.jsonl` (resumable);
+    a batch whose generation fails after retries is recorded as failed, so a rerun makes it again."""
     sampling = config.sampling()
     state: dict[str, GenerationBackend] = {}
 
@@ -118,13 +136,23 @@ def generate_completions(
         if "backend" not in state:
             state["backend"] = factory(config)
         prompts = [kt_prompt(item.sequence, config.mode, config.prompt) for item in batch]
-        texts = state["backend"].generate(prompts, sampling)
+        try:
+            texts = with_retries(state["backend"].generate, prompts, sampling)
+        except GENERATION_ERRORS as exc:
+            return [{"id": item.id, "completions": None, "error": f"{type(exc).__name__}: {exc}"} for item in batch]
         return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]
 
-    rows = run_resumable(
-        output / COMPLETIONS_FILE, dataset.items, lambda i: i.id, process, config.batch_size, progress, "generate"
-    )
+    rows = folder.run(
+        COMPLETIONS, dataset.items, lambda i: i.id, process, config.batch_size, progress,
+        failure=generation_failure, desc="generate",
+    )  # fmt: skip
     return {row["id"]: row["completions"] or [None] for row in rows}
+
+
+def scoring_failure(row: dict[str, Any]) -> str | None:
+    """Why a scored row is a failure to make again (a sample hit the sandbox's time limit), or None."""
+    timeouts = sum(sample["verdict"] == Verdict.TIMEOUT for sample in row["samples"])
+    return f"{timeouts} sample(s) timed out" if timeouts else None
 
 
 def score_items(
@@ -132,23 +160,30 @@ def score_items(
     completions: dict[str, list[str | None]],
     config: KTEvalConfig,
     progress: bool = True,
+    items: Sequence[KTItem] | None = None,
+    checker: CandidateChecker | None = None,
 ) -> list[dict[str, Any]]:
-    """Check every sample of every item and score it; one row per item (the kept sample's fields at top level)."""
+    """Check every sample of every item (default: all of `dataset`) and score it; one row per item (the kept
+    sample's fields at top level). `checker`: an open checker to reuse (default: one for this call)."""
+    items = dataset.items if items is None else items
     modulus = NATURAL_MODULUS if dataset.natural else None
     flat: list[tuple[int, str | None, str | None]] = []  # (item index, completion, program)
-    for index, item in enumerate(dataset.items):
+    for index, item in enumerate(items):
         for text in completions.get(item.id) or [None]:
             flat.append((index, text, extract_code(text)))
-    check_config = CheckConfig(timeout_s=config.timeout_s)
-    with CandidateChecker(config.mode, check_config, modulus) as checker:
-        checks = checker.check([p for _, _, p in flat], [dataset.items[i].sequence for i, _, _ in flat], progress)
+    programs, sequences = [p for _, _, p in flat], [items[i].sequence for i, _, _ in flat]
+    if checker is None:
+        with CandidateChecker(config.mode, CheckConfig(timeout_s=config.timeout_s), modulus) as own:
+            checks = own.check(programs, sequences, progress)
+    else:
+        checks = checker.check(programs, sequences, False)
     per_item: dict[int, list[tuple[str | None, str | None, CheckResult]]] = defaultdict(list)
     for (index, text, program), check in zip(flat, checks, strict=True):
         if text is None:
             check = CheckResult(Verdict.NO_COMPLETION)
         per_item[index].append((text, program, check))
     rows = []
-    for index, item in enumerate(dataset.items):
+    for index, item in enumerate(items):
         gzip_bits = sequence_gzip_bits(item.sequence, config.gzip_encoding)
         samples = []
         for text, program, check in per_item[index]:
@@ -164,29 +199,64 @@ def score_items(
     return rows
 
 
-def run_kt_eval(
-    config: KTEvalConfig, factory: BackendFactory = default_backend, progress: bool = True
-) -> dict[str, Any]:
-    """The whole job; returns the summary."""
-    dataset = load_kt_dataset(config.dataset, config.limit)
-    output = Path(config.output)
-    output.mkdir(parents=True, exist_ok=True)
+def eval_settings(config: KTEvalConfig, dataset: KTDataset) -> dict[str, Any]:
+    """What decides the evaluation's output: the config (less where it goes), the model, adapter and predictions
+    by content, the dataset's fingerprint and the code version."""
     settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
-    settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items)}
-    check_settings(output, settings)
+    settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items), "version": VERSION}
+    settings |= {f"{k}_sha256": content_hash(getattr(config, k)) for k in ("model", "adapter", "predictions")}
+    return settings
+
+
+def score_all(
+    config: KTEvalConfig,
+    dataset: KTDataset,
+    completions: dict[str, list[str | None]],
+    folder: RunFolder,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """The scored rows of every item (of this shard) in `items.jsonl` (resumable, timed-out items checked again)."""
+    modulus = NATURAL_MODULUS if dataset.natural else None
+    with CandidateChecker(config.mode, CheckConfig(timeout_s=config.timeout_s), modulus) as checker:
+
+        def process(batch: Sequence[KTItem]) -> list[dict[str, Any]]:
+            return score_items(dataset, completions, config, items=batch, checker=checker)
+
+        return folder.run(
+            ITEMS, dataset.items, lambda i: i.id, process, config.batch_size, progress,
+            failure=scoring_failure, desc="check",
+        )  # fmt: skip
+
+
+def run_kt_eval(
+    config: KTEvalConfig,
+    factory: BackendFactory = default_backend,
+    progress: bool = True,
+    options: RunOptions | None = None,
+) -> dict[str, Any]:
+    """The whole job (of one shard, with `options.num_shards` > 1); returns the summary (a shard: its counts)."""
+    dataset = load_kt_dataset(config.dataset, config.limit)
+    settings = eval_settings(config, dataset)
+    folder = RunFolder(config.output, settings, options)
     if config.predictions is not None:
         completions = read_predictions(config.predictions, dataset)
     else:
-        completions = generate_completions(config, dataset, output, factory, progress)
-    rows = score_items(dataset, completions, config, progress)
-    write_jsonl(output / ITEMS_FILE, rows)
-    return write_outputs(rows, dataset, config, settings, output)
+        completions = generate_completions(config, dataset, folder, factory, progress)
+    rows = score_all(config, dataset, completions, folder, progress)
+    if folder.options.sharded:
+        summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards, "items": len(rows)}
+    else:
+        summary = write_outputs(rows, dataset, config, settings, Path(config.output))
+    folder.finish(summary)
+    return summary
 
 
 __all__ = [
     "COMPLETIONS_FILE",
     "ITEMS_FILE",
+    "VERSION",
     "KTEvalConfig",
+    "eval_settings",
     "read_predictions",
     "run_kt_eval",
     "score_items",

@@ -43,11 +43,10 @@ from eval.nl.models import (
     read_outputs,
 )
 from eval.nl.oracle import judge_many
-from eval.rtce.generation import with_retries
 from eval.run_settings import check_settings
-from kt_train.generation import GenerationBackend, SamplingConfig
+from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
 from kt_train.models import ModelUnavailableError
-from tracegen.records import run_resumable
+from kt_train.records import run_resumable
 
 logger = logging.getLogger(__name__)
 RESULTS_FILE = "results.parquet"

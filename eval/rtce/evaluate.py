@@ -25,7 +25,7 @@ from eval.rtce.report import log_to_wandb, write_report
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
-from tracegen.records import write_jsonl
+from kt_train.records import write_jsonl
 
 SCORED_FILE = "scored.jsonl"
 BASE = "base"

@@ -15,25 +15,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eval.rtce.items import RTCEItem
-from kt_train.generation import GenerationBackend, SamplingConfig
-from tracegen.records import run_resumable
+from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.records import run_resumable
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 K = TypeVar("K", float, int)
-
-
-def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s: float = 5.0) -> T:
-    """`call(*args)`, tried again up to `retries` times, `backoff_s` seconds apart, while it raises."""
-    for attempt in range(retries + 1):
-        try:
-            return call(*args)
-        except (RuntimeError, OSError, ConnectionError, TimeoutError) as exc:
-            if attempt == retries:
-                raise
-            logger.warning("generation failed (%s); retry %d of %d in %.0f s", exc, attempt + 1, retries, backoff_s)
-            time.sleep(backoff_s)
-    raise AssertionError("unreachable")
 
 
 def grouped(items: Sequence[T], key: Callable[[T], K]) -> list[tuple[K, list[T]]]:
@@ -83,7 +70,7 @@ def generate_rows(
             try:
                 prompts = [i.prompt for i in group]
                 texts = with_retries(backend().generate, prompts, params, retries=retries, backoff_s=backoff_s)
-            except (RuntimeError, OSError, ConnectionError, TimeoutError) as exc:
+            except GENERATION_ERRORS as exc:
                 logger.error("generation failed for %d prompts after %d retries: %s", len(group), retries, exc)
                 texts = [None] * len(group)
             elapsed = (time.perf_counter() - start) / max(len(group), 1)
@@ -107,4 +94,4 @@ def generate_rows(
     return run_resumable(path, work, key, process, batch_size, progress, f"generate {spec.label}")
 
 
-__all__ = ["ModelSpec", "completion_key", "generate_rows", "grouped", "with_retries"]
+__all__ = ["ModelSpec", "completion_key", "generate_rows", "grouped"]

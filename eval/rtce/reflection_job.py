@@ -13,7 +13,7 @@ from eval.rtce.generation import grouped
 from eval.rtce.items import RTCEItem
 from eval.rtce.reflection import ReflectionConfig, reflect
 from kt_train.generation import GenerationBackend, SamplingConfig
-from tracegen.records import run_resumable
+from kt_train.records import run_resumable
 
 
 def run_reflection(

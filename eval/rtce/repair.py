@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from eval.answers import extract_answer
-from eval.rtce.generation import grouped, with_retries
+from eval.rtce.generation import grouped
 from eval.rtce.reflection import ReflectionConfig, repair_prompt
-from kt_train.generation import GenerationBackend, SamplingConfig
-from tracegen.records import run_resumable
+from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
+from kt_train.records import run_resumable
 
 
 def needs_repair(text: str | None) -> bool:

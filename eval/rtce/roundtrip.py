@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from eval.answers import extract_answer
-from eval.rtce.generation import grouped, with_retries
+from eval.rtce.generation import grouped
 from eval.rtce.items import RTCEItem
-from kt_train.generation import GenerationBackend, SamplingConfig
+from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
+from kt_train.records import run_resumable
 from tracegen.algorithms import get_algorithm
-from tracegen.records import run_resumable
 from tracegen.tasks import Task, task_prompt
 
 

@@ -12,6 +12,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import NoReturn
 
 from kt_train.logs import DEBUG_ENV, DEBUG_FLAG, configure_logging, report_error, take_debug_flag
 
@@ -28,8 +29,19 @@ def fail(message: str) -> int:
     return USAGE_ERROR
 
 
+class UsageError(ValueError):
+    """A command line argparse refused (reported as one line, not the whole usage)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser (and, through `add_subparsers`, its subparsers) whose errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="kt",
         description="kt-train: corpora, training and evaluation of code LMs on synthetic program data.",
     )
@@ -51,7 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(debug)
     parser = build_parser()
     parser.epilog = f"{DEBUG_FLAG} (anywhere) or {DEBUG_ENV}=1: debug logs and the traceback behind an error."
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        return fail(str(exc))
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:

@@ -3,7 +3,9 @@
 Per model (`base`, then each adapter): completions at every temperature (`<label>.completions.jsonl`, resumable),
 scored rows (`scored.jsonl`), round-trip second calls (`<label>.roundtrips.jsonl`, resumable), then `summary.json`,
 `report.md` and the plots (`eval.rtce.report`). `--predictions` scores existing completions instead (no round trips:
-they need the model).
+they need the model). The folder follows the run contract (`kt_train.stages`): a rerun with other settings (models
+and adapters by content, sampling, the benchmark's bytes) is refused unless `--overwrite`; failed requests are made
+again by reruns; `--num-shards/--shard-index` split the prompts, a run without them merges the shards.
 """
 
 from __future__ import annotations
@@ -26,23 +28,46 @@ from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
 from kt_train.records import write_jsonl
+from kt_train.stages import RunFolder, RunOptions, content_hash
 
 SCORED_FILE = "scored.jsonl"
 BASE = "base"
+VERSION = 2
+"""The code version of the evaluation's output (part of its settings): raised when rows change meaning."""
 
 
 @dataclass
 class RTCEEvalConfig:
     """One RTCE evaluation run."""
 
-    benchmark: str = field(metadata={"help": "benchmark folder (`kt rtce build`) holding rtce.json"})
-    output: str = field(metadata={"help": "folder for completions, scores, round trips, summary, report, plots"})
-    model: str | None = field(default=None, metadata={"help": "base model (None: score --predictions)"})
-    adapters: dict[str, str] = field(default_factory=dict, metadata={"help": "label -> LoRA adapter folder"})
-    predictions: str | None = field(default=None, metadata={"help": "JSONL of existing completions"})
-    algorithms: list[str] = field(default_factory=lambda: list(ALGORITHM_NAMES), metadata={"help": "algorithms"})
-    tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES), metadata={"help": "tasks"})
-    ids: str | None = field(default=None, metadata={"help": "file of input ids to evaluate (default: all)"})
+    benchmark: str = field(metadata={"help": "benchmark folder (`kt rtce build`) holding rtce.json", "metavar": "DIR"})
+    output: str = field(
+        metadata={"help": "folder for completions, scores, round trips, summary, report, plots", "metavar": "DIR"}
+    )
+    model: str | None = field(
+        default=None, metadata={"help": "base model: embedded name, path or hub id (None: score --predictions)"}
+    )
+    adapters: dict[str, str] = field(
+        default_factory=dict,
+        metadata={
+            "help": "LoRA adapter folder by label (repeatable)",
+            "metavar": "LABEL=DIR",
+            "aliases": ["--adapter"],
+        },
+    )
+    predictions: str | None = field(
+        default=None, metadata={"help": "JSONL of existing completions (id, completions)", "metavar": "FILE"}
+    )
+    algorithms: list[str] = field(
+        default_factory=lambda: list(ALGORITHM_NAMES), metadata={"help": "algorithms", "choices": ALGORITHM_NAMES}
+    )
+    tasks: list[str] = field(
+        default_factory=lambda: list(TASK_NAMES), metadata={"help": "tasks", "choices": TASK_NAMES}
+    )
+    ids: str | None = field(
+        default=None,
+        metadata={"help": "file of input ids to evaluate (JSON list or one a line; default: all)", "metavar": "FILE"},
+    )
     items: int | None = field(default=None, metadata={"help": "inputs per algorithm (the first N by id)"})
     temperatures: list[float] = field(default_factory=lambda: [0.2, 0.8], metadata={"help": "sampling temperatures"})
     n: int = field(default=5, metadata={"help": "completions per prompt (Pass@5 needs n >= 5)"})
@@ -74,6 +99,11 @@ class RTCEEvalConfig:
             raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
         if self.adapters and self.model is None:
             raise ValueError("--adapter needs --model")
+        for label, path in self.adapters.items():
+            if label == BASE:
+                raise ValueError(f"the label {BASE!r} is the base model's; name the adapter otherwise")
+            if not (Path(path) / "adapter_config.json").is_file():
+                raise FileNotFoundError(f"no adapter_config.json in {path} (adapter {label})")
         if self.n < 1 or not self.temperatures:
             raise ValueError("--n must be >= 1 and --temperatures non-empty")
 
@@ -131,19 +161,36 @@ def score_rows(rows: Sequence[dict[str, Any]], items: dict[str, RTCEItem]) -> li
         meta |= {"task": item.task, "family": item.family, "category": item.category}
         meta |= {"input_length": item.input_length, "answer": item.answer}
         rest = {k: v for k, v in row.items() if k != "id"}
-        scored.append(meta | rest | score_completions(row["completions"], item.answer))
+        scored.append(meta | rest | score_completions(row["completions"] or [], item.answer))
     return scored
 
 
+def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[str, Any]:
+    """What decides the evaluation's output: the config (less where it goes and how requests are retried), the
+    model, adapters, predictions and benchmark by content, the selected prompts and the code version."""
+    settings = {
+        k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project", "retries", "backoff_s"}
+    }
+    settings |= {f"{k}_sha256": content_hash(getattr(config, k)) for k in ("model", "predictions")}
+    settings["adapters_sha256"] = {label: content_hash(path) for label, path in config.adapters.items()}
+    settings["benchmark_sha256"] = content_hash(Path(config.benchmark) / "rtce.json")
+    settings |= {"num_prompts": len(selected), "version": VERSION}
+    return settings
+
+
 def run_rtce_eval(
-    config: RTCEEvalConfig, factory: BackendFactory = default_backend, progress: bool = True
+    config: RTCEEvalConfig,
+    factory: BackendFactory = default_backend,
+    progress: bool = True,
+    options: RunOptions | None = None,
 ) -> dict[str, Any]:
-    """The whole job; returns the summary."""
-    output = Path(config.output)
-    output.mkdir(parents=True, exist_ok=True)
+    """The whole job (of one shard, with `options.num_shards` > 1); returns the summary (a shard: its counts)."""
     selected = load_items(config.benchmark, config.algorithms, config.tasks, config.ids, config.items)
     if not selected:
         raise ValueError(f"no items selected from {config.benchmark}")
+    settings = eval_settings(config, selected)
+    folder = RunFolder(config.output, settings, options)
+    output = folder.output
     items = {item.id: item for item in selected}
     if config.predictions is not None:
         scored = score_rows(read_predictions(config.predictions, items), items)
@@ -155,12 +202,11 @@ def run_rtce_eval(
         for spec in config.specs():
             backend = functools.cache(functools.partial(factory, spec, config))  # loaded on first need, once
 
-            path = output / f"{spec.label}.completions.jsonl"
             asked = config.answers(spec, selected)
-            rows = generate_rows(spec, backend, asked, config.temperatures, sampling, path, config.batch_size,
+            rows = generate_rows(spec, backend, asked, config.temperatures, sampling, folder, config.batch_size,
                                  config.retries, config.backoff_s, progress)  # fmt: skip
             if config.format_repair:
-                path = output / f"{spec.label}.repairs.jsonl"
+                path = folder.path(f"{spec.label}.repairs")
                 rows = with_repairs(
                     rows, repair_rows(rows, backend, sampling, path, None, config.batch_size, progress)
                 )
@@ -168,18 +214,21 @@ def run_rtce_eval(
             scored += model_scored
             if config.roundtrip:
                 cases = roundtrip_cases(model_scored, items)
-                path = output / f"{spec.label}.roundtrips.jsonl"
-                roundtrips += run_roundtrips(cases, items, backend, sampling, path, config.batch_size, progress)
+                path = folder.path(f"{spec.label}.roundtrips")
+                roundtrips += run_roundtrips(cases, items, backend, sampling, path, config.batch_size, progress,
+                                             folder.options.retries)  # fmt: skip
             if config.reflection_rounds > 0:
-                path = output / f"{spec.label}.reflection.jsonl"
+                path = folder.path(f"{spec.label}.reflection")
                 reflection_config = ReflectionConfig(
                     rounds=config.reflection_rounds, gen_tokens=config.reflection_gen_tokens
                 )
                 reflections += run_reflection(model_scored, items, backend, sampling, reflection_config, path,
                                               config.batch_size, progress)  # fmt: skip
+    if folder.options.sharded:
+        summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards, "rows": len(scored)}
+        folder.finish(summary)
+        return summary
     write_jsonl(output / SCORED_FILE, scored)
-    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
-    settings["num_prompts"] = len(selected)
     summary = write_report(scored, roundtrips, output, f"RTCE: {config.model or config.predictions}", settings)
     if reflections:
         summary["reflection"] = accuracy_by_round(reflections, config.reflection_rounds)
@@ -188,7 +237,17 @@ def run_rtce_eval(
             report.write("\n" + reflection_markdown(summary["reflection"], config.reflection_rounds))
     if config.wandb_project:
         log_to_wandb(summary, scored, output, config.wandb_project)
+    folder.finish({"rows": len(scored)})
     return summary
 
 
-__all__ = ["BASE", "SCORED_FILE", "RTCEEvalConfig", "read_predictions", "run_rtce_eval", "score_rows"]
+__all__ = [
+    "BASE",
+    "SCORED_FILE",
+    "VERSION",
+    "RTCEEvalConfig",
+    "eval_settings",
+    "read_predictions",
+    "run_rtce_eval",
+    "score_rows",
+]

@@ -1,7 +1,8 @@
 """Completions for RTCE prompts: one resumable JSONL file per model, rows carrying the model and sampling metadata.
 
 Requests that fail are retried (the paper: two retries with a 5 s backoff), so one hiccup of an inference server
-does not end a 14-hour run; a prompt that still fails is recorded with no completions and scored as unanswered.
+does not end a 14-hour run; a prompt that still fails is recorded as failed (`completions: null`, `error`), scored as
+unanswered, and generated again by the next run (`kt_train.stages`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from eval.rtce.items import RTCEItem
 from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
-from kt_train.records import run_resumable
+from kt_train.stages import RunFolder
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,13 +48,14 @@ def generate_rows(
     items: Sequence[RTCEItem],
     temperatures: Sequence[float],
     sampling: SamplingConfig,
-    path: Path,
+    folder: RunFolder,
     batch_size: int = 8,
     retries: int = 2,
     backoff_s: float = 5.0,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """Completion rows of every (temperature, item) for one model, made batch by batch into `path` (resumable).
+    """Completion rows of every (temperature, item) for one model (of this shard), made batch by batch into
+    `<label>.completions.jsonl` of `folder` (resumable; failed requests made again by reruns).
 
     `backend` gives the model's backend (the caller caches it); it is first called when a batch needs it, so a
     finished file loads no model.
@@ -67,12 +68,13 @@ def generate_rows(
             group = [item for _, item in pairs]
             params = dataclasses.replace(sampling, temperature=temperature)
             start = time.perf_counter()
+            error = None
             try:
                 prompts = [i.prompt for i in group]
                 texts = with_retries(backend().generate, prompts, params, retries=retries, backoff_s=backoff_s)
             except GENERATION_ERRORS as exc:
                 logger.error("generation failed for %d prompts after %d retries: %s", len(group), retries, exc)
-                texts = [None] * len(group)
+                texts, error = [None] * len(group), f"{type(exc).__name__}: {exc}"
             elapsed = (time.perf_counter() - start) / max(len(group), 1)
             meta = {"model": spec.label, "base_model": spec.model, "adapter": spec.adapter, "temperature": temperature}
             meta |= {
@@ -82,16 +84,25 @@ def generate_rows(
                 "max_new_tokens": params.max_new_tokens,
             }
             for item, completions in zip(group, texts, strict=True):
-                rows.append(
-                    {"id": completion_key(spec.label, temperature, item.id), "item": item.id, **meta}
-                    | {"completions": completions or [], "elapsed_s": round(elapsed, 3)}
-                )
+                row = {"id": completion_key(spec.label, temperature, item.id), "item": item.id, **meta}
+                if error is not None:
+                    rows.append(row | {"completions": None, "error": error})
+                else:
+                    rows.append(row | {"completions": completions or [], "elapsed_s": round(elapsed, 3)})
         return rows
 
     def key(work_item: tuple[float, RTCEItem]) -> str:
         return completion_key(spec.label, work_item[0], work_item[1].id)
 
-    return run_resumable(path, work, key, process, batch_size, progress, f"generate {spec.label}")
+    return folder.run(
+        f"{spec.label}.completions", work, key, process, batch_size, progress,
+        failure=generation_failure, desc=f"generate {spec.label}",
+    )  # fmt: skip
 
 
-__all__ = ["ModelSpec", "completion_key", "generate_rows", "grouped"]
+def generation_failure(row: dict[str, Any]) -> str | None:
+    """Why a completion or round-trip row is a failure to make again (its request raised), or None."""
+    return row.get("error")
+
+
+__all__ = ["ModelSpec", "completion_key", "generate_rows", "generation_failure", "grouped"]

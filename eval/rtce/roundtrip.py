@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.answers import extract_answer
-from eval.rtce.generation import grouped
+from eval.rtce.generation import generation_failure, grouped
 from eval.rtce.items import RTCEItem
-from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
+from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
 from kt_train.records import run_resumable
 from tracegen.algorithms import get_algorithm
 from tracegen.tasks import Task, task_prompt
@@ -66,29 +66,38 @@ def run_roundtrips(
     path: Path,
     batch_size: int = 8,
     progress: bool = True,
+    retries: int = 2,
 ) -> list[dict[str, Any]]:
-    """The second call of every case (one completion at the case's temperature), resumable in `path`."""
+    """The second call of every case (one completion at the case's temperature), resumable in `path` (a request that
+    fails is recorded with its `error` and made again by up to `retries` reruns)."""
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         asked = [c for c in batch if c["z_hat_found"]]
         texts: dict[str, str | None] = {}
+        errors: dict[str, str] = {}
         for temperature, group in grouped(asked, lambda case: case["temperature"]):
             params = dataclasses.replace(sampling, temperature=temperature, n=1)
             prompts = [roundtrip_prompt(items[c["item"]], c["z_hat"]) for c in group]
-            outputs = with_retries(backend().generate, prompts, params)
+            try:
+                outputs = with_retries(backend().generate, prompts, params)
+            except GENERATION_ERRORS as exc:
+                errors |= {c["id"]: f"{type(exc).__name__}: {exc}" for c in group}
+                continue
             texts |= {c["id"]: (out[0] if out else None) for c, out in zip(group, outputs, strict=True)}
         records = []
         for case in batch:
             text = texts.get(case["id"])
             found, x_hat = extract_answer(text) if text is not None else (False, None)
             x = items[case["item"]].x
-            records.append(
-                {k: v for k, v in case.items() if k != "item"}
-                | {"completion": text, "x_hat": x_hat if found else None, "roundtrip_pass": found and x_hat == x}
-            )
+            record = {k: v for k, v in case.items() if k != "item"}
+            record |= {"completion": text, "x_hat": x_hat if found else None, "roundtrip_pass": found and x_hat == x}
+            records.append(record | ({"error": errors[case["id"]]} if case["id"] in errors else {}))
         return records
 
-    return run_resumable(path, list(cases), lambda c: c["id"], process, batch_size, progress, "round trips")
+    return run_resumable(
+        path, list(cases), lambda c: c["id"], process, batch_size, progress, "round trips",
+        failure=generation_failure, retries=retries,
+    )  # fmt: skip
 
 
 __all__ = ["roundtrip_cases", "roundtrip_prompt", "run_roundtrips"]

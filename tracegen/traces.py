@@ -42,12 +42,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kt_train.records import run_resumable
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
+from kt_train.stages import RunFolder, RunOptions, content_hash
 from tracegen.algorithms import ALGORITHMS, Algorithm
 
 CORPUS_FILE = "rtce.json"
-TRACES_FILE = "traces.jsonl"
+TRACES = "traces"
+TRACES_FILE = f"{TRACES}.jsonl"
+VERSION = 2
+"""The code version of the trace records (part of a collection's settings): raised when records change."""
+RETRIED_REASONS = ("verdict:timeout", "verdict:killed", "verdict:memory")
+"""Drop reasons that a rerun tries again (the run may have been starved or killed from outside)."""
 SUMMARY_FILE = "summary.json"
 PROGRAM_FILENAME = "<main_solution>"
 SENTINEL = "<<< Return value from main_solution: "
@@ -287,13 +292,17 @@ def collect_traces(
     config: SandboxConfig | None = None,
     max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     registry: Mapping[str, Algorithm] | None = None,
+    options: RunOptions | None = None,
 ) -> dict[str, Any]:
     """Trace every forward run of `benchmark_dir`/rtce.json into `output_dir`/traces.jsonl; return the summary.
 
-    Resumable: records already in traces.jsonl (by id) are not traced again; new ones are appended and flushed per
-    batch. At the end traces.jsonl is rewritten in task order (so a resumed collection ends byte-identical to one
-    made in one go) and summary.json is written. `config` defaults to the paper's 5 s timeout with room for large
-    traces on stderr (`DEFAULT_MAX_OUTPUT_BYTES`); `registry` defaults to `tracegen.algorithms.ALGORITHMS`.
+    Under the run contract (`kt_train.stages`): records already in traces.jsonl (by id) are not traced again, except
+    runs that timed out, were killed or ran out of memory (`RETRIED_REASONS`), tried again by up to
+    `options.retries` reruns; new ones are appended and flushed per batch. At the end traces.jsonl is rewritten in
+    task order (so a resumed or merged collection ends byte-identical to one made in one go) and summary.json is
+    written. A rerun with other settings (benchmark bytes, algorithms, limits) is refused unless
+    `options.overwrite`. `config` defaults to the paper's 5 s (of CPU time) with room for large traces on stderr
+    (`DEFAULT_MAX_OUTPUT_BYTES`); `registry` defaults to `tracegen.algorithms.ALGORITHMS`.
     """
     corpus_path = Path(benchmark_dir) / CORPUS_FILE
     if not corpus_path.is_file():
@@ -306,10 +315,14 @@ def collect_traces(
     if max_lines < 1:
         raise ValueError("max_lines must be >= 1")
     tasks = build_tasks(corpus, registry, algorithms)
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    path = output / TRACES_FILE
     config = config or SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
+    settings = {
+        "benchmark_sha256": content_hash(corpus_path), "algorithms": sorted(algorithms) if algorithms else None,
+        "registry": sorted(registry), "max_lines": max_lines, "max_value_chars": max_value_chars,
+        "timeout_s": config.timeout_s, "max_output_bytes": config.max_output_bytes, "memory_mb": config.memory_mb,
+        "version": VERSION,
+    }  # fmt: skip
+    folder = RunFolder(output_dir, settings, options)
     with contextlib.ExitStack() as stack:
         pools: list[SandboxPool] = []  # started only when something is left to trace
 
@@ -320,15 +333,23 @@ def collect_traces(
                 )
             return trace_tasks(batch, pools[0], max_lines, max_value_chars)
 
-        records = run_resumable(path, tasks, lambda t: t.id, trace, BATCH_SIZE, progress, "traces")
+        records = folder.run(TRACES, tasks, lambda t: t.id, trace, BATCH_SIZE, progress, failure=retried_reason)
     summary = summarize(records)
-    (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if not folder.options.sharded:
+        (folder.output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    folder.finish(summary)
     return summary
+
+
+def retried_reason(record: Mapping[str, Any]) -> str | None:
+    """The drop reason of a record that a rerun tries again, or None."""
+    return record["reason"] if record["reason"] in RETRIED_REASONS else None
 
 
 __all__ = [
     "DIRECTIONS",
     "REASONS",
+    "RETRIED_REASONS",
     "SENTINEL",
     "TraceTask",
     "build_tasks",

@@ -4,56 +4,74 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from kt_train.cli import fail
 from tracegen.traces import DEFAULT_MAX_LINES
 from tracegen.translate_cli import add_translate_command
 
 
-def _collect(args: argparse.Namespace) -> int:
-    from tracegen.traces import collect_traces
+@dataclass
+class CollectConfig:
+    """The options of `kt traces collect`."""
 
-    if args.workers is not None and args.workers < 1:
-        return fail("--workers must be >= 1")
-    if args.max_lines < 1:
-        return fail("--max-lines must be >= 1")
+    benchmark: str = field(metadata={"help": "directory with rtce.json (`kt rtce build`)", "metavar": "DIR"})
+    output: str = field(metadata={"help": "directory for traces.jsonl and summary.json", "metavar": "DIR"})
+    workers: int | None = field(default=None, metadata={"help": "sandbox workers (none: the CPU count)"})
+    max_lines: int = field(default=DEFAULT_MAX_LINES, metadata={"help": "longest kept trace, in lines"})
+    algorithm: list[str] | None = field(
+        default=None, metadata={"help": "only these algorithms (none: all)", "metavar": "NAME"}
+    )
+    timeout_s: float = field(default=5.0, metadata={"help": "CPU seconds per traced run (the paper: 5)"})
+    quiet: bool = field(default=False, metadata={"help": "no progress bar"})
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError("--workers must be >= 1")
+        if self.max_lines < 1:
+            raise ValueError("--max-lines must be >= 1")
+        if self.timeout_s <= 0:
+            raise ValueError("--timeout-s must be > 0")
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from kt_train.options import options_from
+    from kt_train.sandbox import SandboxConfig
+    from kt_train.stages import RunOptions
+    from tracegen.traces import DEFAULT_MAX_OUTPUT_BYTES, collect_traces
+
+    config = options_from(CollectConfig, args)
+    options = options_from(RunOptions, args)
     try:
         summary = collect_traces(
-            Path(args.benchmark),
-            Path(args.output),
-            workers=args.workers,
-            algorithms=args.algorithm,
-            max_lines=args.max_lines,
-            progress=not args.quiet,
+            config.benchmark,
+            config.output,
+            workers=config.workers,
+            algorithms=config.algorithm,
+            max_lines=config.max_lines,
+            progress=not config.quiet,
+            config=SandboxConfig(timeout_s=config.timeout_s, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES),
+            options=options,
         )
-    except FileNotFoundError as exc:
-        return fail(str(exc))
     except json.JSONDecodeError as exc:
-        return fail(f"invalid rtce.json: {exc}")
-    except (ValueError, KeyError, TypeError) as exc:
-        return fail(str(exc) or type(exc).__name__)
+        raise ValueError(f"invalid rtce.json: {exc}") from None
     print(json.dumps(summary, indent=2))
     return 0
 
 
 def register(subparsers: Any) -> None:
     """Add the `traces` command group."""
+    from kt_train.options import add_options
+    from kt_train.stages import RunOptions
+
     traces = subparsers.add_parser("traces", help="Execution traces of the RTCE programs (snoop, in the sandbox)")
     commands = traces.add_subparsers(dest="traces_command", metavar="SUBCOMMAND", required=True)
     collect = commands.add_parser(
         "collect",
         help="Trace the encoder on x and the decoder on z of every benchmark item into DIR/traces.jsonl "
-        "(resumable); print the kept/dropped summary as JSON.",
+        "(resumable, shardable); print the kept/dropped summary as JSON.",
     )
-    collect.add_argument("--benchmark", required=True, metavar="DIR", help="directory with rtce.json (kt rtce build)")
-    collect.add_argument("--output", required=True, metavar="DIR")
-    collect.add_argument("--workers", type=int, default=None, help="sandbox workers (default: CPU count)")
-    collect.add_argument("--max-lines", type=int, default=DEFAULT_MAX_LINES, help="longest kept trace, in lines")
-    collect.add_argument(
-        "--algorithm", action="append", default=None, metavar="NAME", help="only this algorithm (repeatable)"
-    )
-    collect.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_options(collect, CollectConfig)
+    add_options(collect, RunOptions)
     collect.set_defaults(handler=_collect)
     add_translate_command(commands)

@@ -192,3 +192,72 @@ def test_cli_missing_benchmark(tmp_path: Path) -> None:
     done = _kt("traces", "collect", "--benchmark", str(tmp_path / "none"), "--output", str(tmp_path / "out"))
     assert done.returncode == 2
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1 and "rtce.json" in done.stderr
+
+
+def _burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"]
+    )
+
+
+def test_two_collections_identical_while_both_cores_are_loaded(
+    bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    burners = [_burn_cpu(600) for _ in range(3)]  # more busy processes than cores, for the whole collection
+    try:
+        summary = collect_traces(bench, tmp_path, workers=2, progress=False)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert summary == collected[1]
+    assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
+
+
+def test_shards_merge_byte_identical_to_one_collection(
+    bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    base = ["traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--workers", "2", "--quiet"]
+    for index in ("1", "0", "2"):
+        done = _kt(*base, "--num-shards", "3", "--shard-index", index)
+        assert done.returncode == 0, done.stderr
+    assert not (tmp_path / TRACES_FILE).exists() and not (tmp_path / "summary.json").exists()
+    merged = _kt(*base)  # without shards: merges the three, traces nothing
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout) == collected[1]
+    assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
+    assert (tmp_path / "summary.json").read_bytes() == (collected[0] / "summary.json").read_bytes()
+
+
+def test_a_rerun_with_other_settings_is_refused_unless_overwrite(bench: Path, tmp_path: Path) -> None:
+    base = ["traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--algorithm", "rle", "--quiet"]
+    assert _kt(*base).returncode == 0
+    before = (tmp_path / TRACES_FILE).read_bytes()
+    refused = _kt(*base, "--max-lines", "5")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "other settings (max_lines)" in refused.stderr and "--overwrite" in refused.stderr
+    assert (tmp_path / TRACES_FILE).read_bytes() == before  # the earlier output is intact
+    fresh = _kt(*base, "--max-lines", "5", "--overwrite")
+    assert fresh.returncode == 0, fresh.stderr
+    assert {r["reason"] for r in _records(tmp_path)} >= {"too_long"}
+
+
+def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> None:
+    from kt_train.records import count_failures
+
+    rle = ALGORITHMS["rle"]
+    looping = dataclasses.replace(
+        rle, decoder_template=rle.decoder_template.replace("result = []", "result = []\n    while True: pass")
+    )
+    config = SandboxConfig(timeout_s=0.5, wall_timeout_s=5.0)
+
+    def collect() -> dict[str, Any]:
+        return collect_traces(bench, tmp_path, workers=2, algorithms=["rle"], progress=False,
+                              registry={"rle": looping}, config=config)  # fmt: skip
+
+    collect()
+    decodes = [r["id"] for r in _records(tmp_path) if r["direction"] == "decode"]
+    assert all(r["reason"] == "verdict:timeout" for r in _records(tmp_path) if r["direction"] == "decode")
+    assert all(count_failures(tmp_path / TRACES_FILE)[d] == 1 for d in decodes)
+    collect()
+    assert all(count_failures(tmp_path / TRACES_FILE)[d] == 2 for d in decodes)  # traced again, and failed again

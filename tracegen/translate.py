@@ -22,18 +22,27 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kt_train.records import read_jsonl, run_resumable
+from kt_train.generation import GENERATION_ERRORS
+from kt_train.records import read_jsonl
+from kt_train.stages import RunFolder, RunOptions, content_hash
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
-TRANSLATIONS_FILE = "translations.jsonl"
+TRANSLATIONS = "translations"
+TRANSLATIONS_FILE = f"{TRANSLATIONS}.jsonl"
+VERSION = 2
+"""The code version of the translations (part of a run's settings): raised when records change."""
+GENERATION_ERROR = "generation_error"
+"""The reason of a translation whose generation failed (made again by a rerun)."""
+logger = logging.getLogger(__name__)
 SUMMARY_FILE = "summary.json"
 BACKENDS = ("template", "transformers", "vllm")
 DEFAULT_MAX_STEPS = 40
@@ -434,27 +443,43 @@ def translate_traces(
     max_steps: int = DEFAULT_MAX_STEPS,
     min_value_share: float = DEFAULT_MIN_VALUE_SHARE,
     batch_size: int = BATCH_SIZE,
+    options: RunOptions | None = None,
 ) -> dict[str, Any]:
     """Translate the kept records of `traces_dir`/traces.jsonl into `output_dir`/translations.jsonl; return summary.
 
-    Resumable: ids already in translations.jsonl are not translated again; new records are appended per batch, and
-    at the end the file is rewritten in traces.jsonl order (so a resumed run ends identical to one made in one go).
+    Under the run contract (`kt_train.stages`): ids already in translations.jsonl are not translated again (except
+    batches whose generation failed, made again by up to `options.retries` reruns); new records are appended per
+    batch, and at the end the file is rewritten in traces.jsonl order (so a resumed or merged run ends identical to
+    one made in one go). A rerun with other settings (the traces' bytes, backend, model, sampling, limits) is refused
+    unless `options.overwrite`.
     """
     path_in = Path(traces_dir) / TRACES_FILE
     if not path_in.is_file():
         raise FileNotFoundError(f"no {TRACES_FILE} in {traces_dir} (collect it with `kt traces collect`)")
     records = [r for r in read_jsonl(path_in) if r.get("kept")]
     engine, sampling, name = _resolve_backend(backend, model, sampling)
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    path = output / TRANSLATIONS_FILE
+    settings = {
+        "traces_sha256": content_hash(path_in), "backend": name, "model": model, "model_sha256": content_hash(model),
+        "sampling": asdict(sampling) if engine is not None else None, "max_steps": max_steps,
+        "min_value_share": min_value_share, "version": VERSION,
+    }  # fmt: skip
+    folder = RunFolder(output_dir, settings, options)
 
     def translate(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        return translate_batch(batch, engine, sampling, name, max_steps=max_steps, min_value_share=min_value_share)
+        try:
+            return translate_batch(batch, engine, sampling, name, max_steps=max_steps, min_value_share=min_value_share)
+        except GENERATION_ERRORS as exc:
+            logger.error("translation of %d traces failed: %s", len(batch), exc)
+            return [_output_record(r, None, False, GENERATION_ERROR, name) for r in batch]
 
-    ordered = run_resumable(path, records, lambda r: r["id"], translate, batch_size, progress, "translations")
+    ordered = folder.run(
+        TRANSLATIONS, records, lambda r: r["id"], translate, batch_size, progress,
+        failure=lambda r: r["reason"] if r["reason"] == GENERATION_ERROR else None, desc="translations",
+    )  # fmt: skip
     summary = {"backend": name, **summarize(ordered)}
-    (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if not folder.options.sharded:
+        (folder.output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    folder.finish(summary)
     return summary
 
 

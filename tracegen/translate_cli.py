@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,38 +18,60 @@ from tracegen.translate import BACKENDS, DEFAULT_MAX_STEPS, DEFAULT_MIN_VALUE_SH
 DEFAULT_MAX_CHARS = 32768
 
 
+@dataclass
+class TranslateConfig:
+    """The options of `kt traces translate`."""
+
+    traces: str = field(metadata={"help": "directory with traces.jsonl", "metavar": "DIR"})
+    output: str = field(metadata={"help": "directory for translations.jsonl and summary.json", "metavar": "DIR"})
+    backend: str = field(default="template", metadata={"help": "template: no model", "choices": BACKENDS})
+    model: str | None = field(
+        default=None, metadata={"help": "model of the LLM backends (transformers: none = the embedded model)"}
+    )
+    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata={"help": "template: narrated steps"})
+    min_value_share: float = field(
+        default=DEFAULT_MIN_VALUE_SHARE, metadata={"help": "LLM backends: least share of the trace's values stated"}
+    )
+    max_new_tokens: int = field(default=8192, metadata={"help": "LLM backends: tokens per translation"})
+    temperature: float = field(default=0.6, metadata={"help": "LLM backends: sampling temperature"})
+    seed: int = field(default=42, metadata={"help": "LLM backends: sampling seed"})
+    quiet: bool = field(default=False, metadata={"help": "no progress bar"})
+
+    def __post_init__(self) -> None:
+        if self.backend == "vllm" and not self.model:
+            raise ValueError("--model is required with --backend vllm")
+        if self.max_steps < 2:
+            raise ValueError("--max-steps must be >= 2")
+        if not 0.0 <= self.min_value_share <= 1.0:
+            raise ValueError("--min-value-share must be between 0 and 1")
+
+
 def _translate(args: argparse.Namespace) -> int:
+    from kt_train.options import options_from
+    from kt_train.stages import RunOptions
     from tracegen.translate import translate_traces
 
-    if args.backend == "vllm" and not args.model:
-        return fail("--model is required with --backend vllm")
-    if args.max_steps < 2:
-        return fail("--max-steps must be >= 2")
-    if not 0.0 <= args.min_value_share <= 1.0:
-        return fail("--min-value-share must be between 0 and 1")
-    sampling = None
-    if args.backend != "template":
+    config = options_from(TranslateConfig, args)
+    sampling, model = None, config.model
+    if config.backend != "template":
         from kt_train.generation import SamplingConfig
         from kt_train.models import DEFAULT_MODEL
 
-        args.model = args.model or DEFAULT_MODEL
-
-        sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
-    try:
-        summary = translate_traces(
-            Path(args.traces),
-            Path(args.output),
-            backend=args.backend,
-            model=args.model,
-            sampling=sampling,
-            progress=not args.quiet,
-            max_steps=args.max_steps,
-            min_value_share=args.min_value_share,
+        model = model or DEFAULT_MODEL
+        sampling = SamplingConfig(
+            max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed
         )
-    except (FileNotFoundError, ImportError) as exc:
-        return fail(str(exc))
-    except (ValueError, KeyError, TypeError) as exc:
-        return fail(str(exc) or type(exc).__name__)
+    summary = translate_traces(
+        config.traces,
+        config.output,
+        backend=config.backend,
+        model=model,
+        sampling=sampling,
+        progress=not config.quiet,
+        max_steps=config.max_steps,
+        min_value_share=config.min_value_share,
+        options=options_from(RunOptions, args),
+    )
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -91,26 +114,11 @@ def add_translate_command(commands: Any) -> None:
         help="Turn the kept traces of DIR/traces.jsonl into step-by-step reasoning ending in an [ANSWER] block "
         "(OUTPUT/translations.jsonl, resumable); print the summary as JSON.",
     )
-    translate.add_argument("--traces", required=True, metavar="DIR", help="directory with traces.jsonl")
-    translate.add_argument("--output", required=True, metavar="DIR")
-    translate.add_argument("--backend", choices=BACKENDS, default="template", help="template: no model (default)")
-    translate.add_argument(
-        "--model",
-        default=None,
-        metavar="M",
-        help="model for the LLM backends (transformers: default the embedded smollm2-135m-instruct)",
-    )
-    translate.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="template: narrated steps")
-    translate.add_argument(
-        "--min-value-share",
-        type=float,
-        default=DEFAULT_MIN_VALUE_SHARE,
-        help="LLM backends: least share of the trace's values the text must state",
-    )
-    translate.add_argument("--max-new-tokens", type=int, default=8192, help="LLM backends: tokens per translation")
-    translate.add_argument("--temperature", type=float, default=0.6, help="LLM backends: sampling temperature")
-    translate.add_argument("--seed", type=int, default=42, help="LLM backends: sampling seed")
-    translate.add_argument("--quiet", action="store_true", help="no progress bar")
+    from kt_train.options import add_options
+    from kt_train.stages import RunOptions
+
+    add_options(translate, TranslateConfig)
+    add_options(translate, RunOptions)
     translate.set_defaults(handler=_translate)
 
 

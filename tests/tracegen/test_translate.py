@@ -218,12 +218,14 @@ def test_cli_translate(traces_dir: Path, tmp_path: Path, capsys: pytest.CaptureF
     )
     assert args.handler(args) == 0
     assert json.loads(capsys.readouterr().out)["kept"] > 0
-    args = parser.parse_args(["traces", "translate", "--traces", str(traces_dir), "--output", str(tmp_path),
-                              "--backend", "vllm"])  # fmt: skip
-    assert args.handler(args) == 2
-    args = parser.parse_args(["traces", "translate", "--traces", str(tmp_path / "no"), "--output", str(tmp_path)])
-    assert args.handler(args) == 2
-    assert "kt: error:" in capsys.readouterr().err
+    from kt_train.cli import main
+
+    assert (
+        main(["traces", "translate", "--traces", str(traces_dir), "--output", str(tmp_path), "--backend", "vllm"]) == 2
+    )
+    assert main(["traces", "translate", "--traces", str(tmp_path / "no"), "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("kt: error:") for line in err)
 
 
 def test_backend_object_gets_default_sampling(traces_dir: Path, tmp_path: Path, records: list[dict[str, Any]]) -> None:

@@ -29,8 +29,8 @@ DType = Literal["auto", "float32", "bfloat16"]
 COMPLETE_MARKER = ".kt-train-complete"
 
 
-class ModelUnavailableError(RuntimeError):
-    """An embedded model could not be obtained or converted; the message says why."""
+class ModelUnavailableError(LookupError):
+    """A model could not be found, obtained or converted; the message says why (bad input, never retried)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,21 @@ def resolve_model_path(name_or_path: str) -> str:
     if name_or_path in EMBEDDED_MODELS:
         return str(ensure_embedded_model(name_or_path))
     return name_or_path
+
+
+def check_model_name(name_or_path: str) -> None:
+    """Refuse, before anything loads, a model that cannot be there: a local path that does not exist, or (offline,
+    `HF_HUB_OFFLINE=1`) a hub id that is not in the local hub cache. Embedded names always pass (built on demand)."""
+    if name_or_path in EMBEDDED_MODELS or Path(name_or_path).expanduser().exists():
+        return
+    if name_or_path.startswith(("/", "./", "../", "~")) or name_or_path.count("/") != 1:
+        known = ", ".join(EMBEDDED_MODELS)
+        raise ModelUnavailableError(f"model {name_or_path!r}: no such folder (nor an embedded model: {known})")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
+            raise ModelUnavailableError(f"model {name_or_path!r} is not in the local hub cache (HF_HUB_OFFLINE=1)")
 
 
 def get_tokenizer(name_or_path: str, chat_template: str | None = None) -> PreTrainedTokenizerBase:

@@ -5,7 +5,7 @@ default and `metadata` (`help`, `choices`, `metavar`, `aliases`), with the defau
 `options_from(Config, args)` builds the config from the parsed flags, over the values of `--config FILE` (YAML or
 JSON: what a recipe hands an evaluation) when one is given, flags winning. Types: str, int, float, bool (default
 False: `--flag`; default True: `--flag` / `--no-flag`), `X | None`, `Literal[...]`, `list[X]` (one or more values)
-and `dict[str, str]` (repeatable `KEY=VALUE`).
+`dict[str, str]` (repeatable `KEY=VALUE`) and `dict[str, list[str]]` (repeatable `KEY=V1,V2`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ def _key_value(text: str) -> tuple[str, str]:
     if not sep or not key or not value:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key, value
+
+
+def _key_values(text: str) -> tuple[str, list[str]]:
+    key, value = _key_value(text)
+    return key, [v for v in value.split(",") if v]
 
 
 def _scalar_kwargs(annotation: Any) -> dict[str, Any]:
@@ -87,7 +92,9 @@ def add_options(
         elif get_origin(annotation) is list:
             kwargs |= _scalar_kwargs(get_args(annotation)[0]) | {"nargs": "+"}
         elif get_origin(annotation) is dict:
-            kwargs |= {"type": _key_value, "action": "append", "metavar": meta.get("metavar", "KEY=VALUE")}
+            listed = get_origin(get_args(annotation)[1]) is list
+            kwargs |= {"type": _key_values if listed else _key_value, "action": "append"}
+            kwargs["metavar"] = meta.get("metavar", "KEY=V1,V2" if listed else "KEY=VALUE")
         else:
             kwargs |= _scalar_kwargs(annotation)
         if "choices" in meta:

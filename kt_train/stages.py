@@ -147,7 +147,7 @@ class RunFolder:
         else:
             patterns = [f"*{self.options.suffix}.jsonl", f"*{self.options.suffix}.failures.jsonl", self._done.name]
         for pattern in patterns:
-            for path in self.output.glob(pattern):
+            for path in self.output.rglob(pattern) if everything else self.output.glob(pattern):
                 path.unlink()
         logger.info("starting afresh in %s", self.output)
 

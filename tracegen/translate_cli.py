@@ -44,6 +44,10 @@ class TranslateConfig:
             raise ValueError("--max-steps must be >= 2")
         if not 0.0 <= self.min_value_share <= 1.0:
             raise ValueError("--min-value-share must be between 0 and 1")
+        if self.model is not None:
+            from kt_train.models import check_model_name
+
+            check_model_name(self.model)
 
 
 def _translate(args: argparse.Namespace) -> int:

@@ -73,6 +73,10 @@ class KTEvalConfig:
             raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
         if self.adapter is not None and self.model is None:
             raise ValueError("--adapter needs --model")
+        if self.model is not None:
+            from kt_train.models import check_model_name
+
+            check_model_name(self.model)
         if self.num_samples < 1:
             raise ValueError(f"--num-samples must be >= 1, got {self.num_samples}")
         if self.num_samples > 1 and self.temperature == 0 and self.model is not None:

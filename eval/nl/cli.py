@@ -47,37 +47,18 @@ def _ft_data_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _panels(specs: list[str]) -> dict[str, list[str]]:
-    panels = {}
-    for spec in specs:
-        name, sep, members = spec.partition("=")
-        if not sep or not name or not members:
-            raise ValueError(f"--panel takes NAME=EXTRACTOR,EXTRACTOR..., got {spec!r}")
-        panels[name] = [m for m in members.split(",") if m]
-    return panels
-
-
 def _run_command(args: argparse.Namespace) -> int:
     from eval.nl.protocol import NLRunConfig, run_nl
-    from kt_train.models import ModelUnavailableError
+    from kt_train.options import options_from
+    from kt_train.stages import RunOptions
 
-    try:
-        config = NLRunConfig(
-            suite=args.suite, output=args.output, generators=args.generators, extractors=args.extractors,
-            generator_shots=args.generator_shots, extractor_shots=args.extractor_shots,
-            max_expressions=args.max_expressions, generator_tokens=args.generator_tokens,
-            extractor_tokens=args.extractor_tokens, strict_guard=args.strict_guard, thinking=args.thinking,
-            backend=args.backend, judge_workers=args.judge_workers,
-            batch_size=args.batch_size, seed=args.seed, panels=_panels(args.panel), wandb_project=args.wandb_project,
-        )  # fmt: skip
-        summary = run_nl(config, progress=not args.quiet)
-    except (FileNotFoundError, ValueError, KeyError, ModelUnavailableError, ImportError) as exc:
-        return fail(str(exc))
+    config = options_from(NLRunConfig, args)
+    summary = run_nl(config, progress=not args.quiet, options=options_from(RunOptions, args))
     matrix = summary.get("matrix") or {}
     headline = {"expressions": summary.get("n_expressions"), "round_trips": summary.get("n_rows")}
     headline |= {"mean_cell": matrix.get("mean_cell"), "q_G": matrix.get("q_G"), "q_E": matrix.get("q_E")}
     print(json.dumps(headline))
-    print(f"report: {Path(args.output) / 'report.md'}")
+    print(f"report: {Path(config.output) / 'report.md'}")
     return 0
 
 
@@ -109,27 +90,13 @@ def register(subparsers: Any) -> None:
     ft.add_argument("--seed", type=int, default=0)
     ft.set_defaults(handler=_ft_data_command)
 
+    from eval.nl.config import NLRunConfig
+    from kt_train.options import add_options
+    from kt_train.stages import RunOptions
+
     run = commands.add_parser("run", help="the round trip for every generator x extractor pair, with the report")
-    run.add_argument("--suite", required=True, metavar="DIR", help="a suite folder (`kt nl suite`)")
-    run.add_argument("--output", required=True, metavar="DIR")
-    run.add_argument("--generators", nargs="+", required=True, metavar="SPEC",
-                     help="[LABEL=]MODEL[@ADAPTER], or the deterministic sexpr, json, procedural")  # fmt: skip
-    run.add_argument("--extractors", nargs="+", required=True, metavar="SPEC",
-                     help="[LABEL=]MODEL[@ADAPTER], or the deterministic parser")  # fmt: skip
-    run.add_argument("--generator-shots", type=int, default=0, help="gamma (the paper's Table 1: 0)")
-    run.add_argument("--extractor-shots", type=int, default=3, help="epsilon (the paper's Table 1: 3)")
-    run.add_argument("--max-expressions", type=int, default=None, help="a seeded subset spread over the cells")
-    run.add_argument("--generator-tokens", type=int, default=256)
-    run.add_argument("--extractor-tokens", type=int, default=128)
-    run.add_argument("--strict-guard", action="store_true", help="also catch 'A - B' and '(5 - 3)'")
-    run.add_argument("--thinking", action="store_true", help="let reasoning models think (the paper: disabled)")
-    run.add_argument("--backend", choices=["transformers", "vllm"], default="transformers")
-    run.add_argument("--batch-size", type=int, default=8)
-    run.add_argument("--judge-workers", type=int, default=1, help="processes judging answers with sympy")
-    run.add_argument("--seed", type=int, default=42)
-    run.add_argument("--panel", action="append", default=[], metavar="NAME=E1,E2",
-                     help="an extractor sub-panel for the attribution sensitivity table (repeatable)")  # fmt: skip
-    run.add_argument("--wandb-project", default=None)
+    add_options(run, NLRunConfig)
+    add_options(run, RunOptions, exclude=["retries", "num_shards", "shard_index"])
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(handler=_run_command)
 

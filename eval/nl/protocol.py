@@ -22,9 +22,9 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
@@ -32,80 +32,27 @@ from dsl.expr.domains import get_domain
 from dsl.expr.prompts import extractor_prompt, generator_prompt, shot_expressions
 from dsl.expr.serialize import parse_infix, parse_sexpr, to_sexpr
 from dsl.expr.suite import exclude_expressions, load_suite
+from eval.nl.config import NLRunConfig
 from eval.nl.guard import GuardConfig, check_word_problem, clean_word_problem
 from eval.nl.lexicon import r_math
 from eval.nl.models import (
     Participant,
     deterministic_word_problem,
     model_info,
-    parse_participant,
     parser_extract,
     read_outputs,
 )
 from eval.nl.oracle import judge_many
-from eval.run_settings import check_settings
 from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
 from kt_train.models import ModelUnavailableError
 from kt_train.records import run_resumable
+from kt_train.stages import RunFolder, RunOptions
 
 logger = logging.getLogger(__name__)
 RESULTS_FILE = "results.parquet"
+VERSION = 2
+"""The code version of the run's records (part of its settings): raised when records change."""
 DOMAINS = ("arithmetic", "logic")
-
-
-@dataclass
-class NLRunConfig:
-    """One run of the round-trip protocol."""
-
-    suite: str = field(metadata={"help": "suite folder (`kt nl suite`)"})
-    output: str = field(metadata={"help": "folder for word problems, extractions, results and the report"})
-    generators: list[str] = field(
-        metadata={"help": "generator specs: [LABEL=]MODEL[@ADAPTER], sexpr, json, procedural"}
-    )
-    extractors: list[str] = field(metadata={"help": "[LABEL=]MODEL[@ADAPTER], parser"})
-    generator_shots: int = field(default=0, metadata={"help": "gamma: exemplars in the generator prompt (0..3)"})
-    extractor_shots: int = field(default=3, metadata={"help": "epsilon: exemplars in the extractor prompt (0..3)"})
-    max_expressions: int | None = field(
-        default=None, metadata={"help": "evaluate a seeded subset of this many expressions, spread over the cells"}
-    )
-    generator_tokens: int = field(default=256, metadata={"help": "most new tokens of a word problem"})
-    extractor_tokens: int = field(default=128, metadata={"help": "most new tokens of an extraction"})
-    strict_guard: bool = field(default=False, metadata={"help": "also catch 'A - B' and digit-adjacent parentheses"})
-    thinking: bool = field(
-        default=False, metadata={"help": "let reasoning models think (chat template enable_thinking; the paper: off)"}
-    )
-    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
-    batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
-    judge_workers: int = field(default=1, metadata={"help": "processes judging answers with sympy"})
-    seed: int = field(default=42, metadata={"help": "seed of the subset, the templates and the classifier"})
-    panels: dict[str, list[str]] = field(
-        default_factory=dict, metadata={"help": "named extractor sub-panels for the attribution sensitivity table"}
-    )
-    wandb_project: str | None = field(default=None, metadata={"help": "log the report to this W&B project"})
-
-    def __post_init__(self) -> None:
-        if not self.generators or not self.extractors:
-            raise ValueError("give at least one --generators and one --extractors")
-        for name in ("generator_shots", "extractor_shots"):
-            if not 0 <= getattr(self, name) <= 3:
-                raise ValueError(f"{name} must be in 0..3, got {getattr(self, name)}")
-        if self.max_expressions is not None and self.max_expressions < 1:
-            raise ValueError(f"max_expressions must be >= 1, got {self.max_expressions}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-
-    def participants(self) -> tuple[list[Participant], list[Participant]]:
-        generators = [parse_participant(spec, "generator") for spec in self.generators]
-        extractors = [parse_participant(spec, "extractor") for spec in self.extractors]
-        for role, group in (("generator", generators), ("extractor", extractors)):
-            labels = [p.label for p in group]
-            if len(set(labels)) != len(labels):
-                raise ValueError(f"two {role}s share a label in {labels}; name them LABEL=MODEL")
-        return generators, extractors
-
-    def sampling(self, max_new_tokens: int) -> SamplingConfig:
-        """Greedy decoding (the paper: temperature 0, thinking disabled)."""
-        return SamplingConfig(temperature=0.0, max_new_tokens=max_new_tokens, n=1, seed=self.seed)
 
 
 BackendFactory = Callable[[Participant, NLRunConfig], GenerationBackend]
@@ -366,8 +313,16 @@ def analysis_features(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     return numeric, categorical
 
 
-def run_nl(config: NLRunConfig, factory: BackendFactory = default_backend, progress: bool = True) -> dict[str, Any]:
-    """Run the protocol and write every artifact under `config.output`; returns the summary."""
+def run_nl(
+    config: NLRunConfig,
+    factory: BackendFactory = default_backend,
+    progress: bool = True,
+    options: RunOptions | None = None,
+) -> dict[str, Any]:
+    """Run the protocol and write every artifact under `config.output`; returns the summary. A rerun with other
+    settings is refused unless `options.overwrite` (no shards: the matrix needs every pair in one place)."""
+    if options is not None and options.sharded:
+        raise ValueError("kt nl run takes no --num-shards")
     from eval.nl.report import log_report_to_wandb, write_report
 
     generators, extractors = config.participants()
@@ -384,7 +339,8 @@ def run_nl(config: NLRunConfig, factory: BackendFactory = default_backend, progr
     free = {"output", "generators", "extractors", "wandb_project", "panels", "backend", "batch_size", "judge_workers"}
     settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
-    check_settings(output, settings)
+    settings["version"] = VERSION
+    RunFolder(output, settings, options)
 
     @functools.cache
     def backend(participant: Participant) -> GenerationBackend:

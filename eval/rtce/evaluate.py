@@ -99,6 +99,10 @@ class RTCEEvalConfig:
             raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
         if self.adapters and self.model is None:
             raise ValueError("--adapter needs --model")
+        if self.model is not None:
+            from kt_train.models import check_model_name
+
+            check_model_name(self.model)
         for label, path in self.adapters.items():
             if label == BASE:
                 raise ValueError(f"the label {BASE!r} is the base model's; name the adapter otherwise")

@@ -141,8 +141,8 @@ def test_cli_errors_are_one_line(suite_dir: Path, tmp_path: Path, capsys: pytest
     assert capsys.readouterr().err.count("\n") == 1
     argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "bad"), "--quiet"]
     assert kt_main([*argv, "--generators", "nosuch/model-xyz", "--extractors", "parser"]) == 2
-    assert "cannot load 'nosuch/model-xyz'" in capsys.readouterr().err
-    assert not (tmp_path / "bad" / "generations" / "model-xyz.jsonl").read_text()  # nothing recorded as "no output"
+    assert "'nosuch/model-xyz' is not in the local hub cache" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()  # refused before anything loads or is written
     argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "ok"), "--quiet"]
     assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser", "--max-expressions", "3"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["mean_cell"] == 100.0

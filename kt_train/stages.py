@@ -71,23 +71,40 @@ class RunOptions:
         return f".shard-{self.shard_index:05d}-of-{self.num_shards:05d}" if self.sharded else ""
 
 
-def content_hash(path: str | Path | None) -> str | None:
-    """SHA-256 of a file or folder's contents (names and bytes, in sorted order); None for None. A name that is not
-    a local path (a hub id, the embedded model's name) is returned as it is: its content is pinned elsewhere."""
+def content_hash(path: str | Path | None, patterns: Sequence[str] = ("**/*",)) -> str | None:
+    """SHA-256 of a file, or of a folder's files matching `patterns` (names and bytes, in sorted order); None for
+    None. A name that is not a local path (a hub id, the embedded model's name) is returned as it is: its content is
+    pinned elsewhere."""
     if path is None:
         return None
     root = Path(path)
     if not root.exists():
         return str(path)
     digest = hashlib.sha256()
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    files = [root] if root.is_file() else sorted({p for g in patterns for p in root.glob(g) if p.is_file()})
     for file in files:
-        digest.update(file.relative_to(root).as_posix().encode() + b"\0" if file != root else b"")
+        if file != root:
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
         with file.open("rb") as handle:
             while chunk := handle.read(_HASH_CHUNK):
                 digest.update(chunk)
         digest.update(b"\0")
     return "sha256:" + digest.hexdigest()
+
+
+def adapter_hash(path: str | Path | None) -> str | None:
+    """`content_hash` of a LoRA adapter: its `adapter_*` files only (it often shares its folder with the training's
+    checkpoints, metrics and evaluations, which must not count)."""
+    return content_hash(path, ("adapter_*",))
+
+
+MODEL_FILES = ("*.safetensors", "*.bin", "*config.json", "tokenizer*", "*.model", "vocab.*", "merges.txt", "*.jinja")
+"""The files of a model folder that decide what it generates (its weights, configs, tokenizer, chat template)."""
+
+
+def model_hash(path: str | Path | None) -> str | None:
+    """`content_hash` of a model folder's `MODEL_FILES` (not the metrics or evaluations a training left beside)."""
+    return content_hash(path, MODEL_FILES)
 
 
 def differing_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -214,7 +231,9 @@ __all__ = [
     "RunFolder",
     "RunOptions",
     "SettingsMismatch",
+    "adapter_hash",
     "content_hash",
     "differing_keys",
     "failures_path",
+    "model_hash",
 ]

@@ -12,17 +12,16 @@ Usage:
 
 Data: `dataset_name` is a corpus made by `kt dsl generate` (columns `sequence`, `program`); without it a corpus of
 `corpus_size` pairs is generated once (seeded, deduplicated, every program checked by the interpreter) and cached
-under the kt-train cache (`$KT_TRAIN_CACHE`). With `eval_after_training`, the main process then builds a synthetic
-evaluation set that excludes every training sequence (`kt dsl eval-set --exclude`, in `output_dir/kt_eval_set`) and
-scores the adapter on
-its first `eval_items` sequences in a separate process (`kt eval kt --mode dsl`: Accuracy, CompressionRate,
-Precision; `output_dir/kt_eval/report.md`).
+under the kt-train cache (`$KT_TRAIN_CACHE`). With `evaluations: [kt]` (`eval.post_training`), the main process
+then builds a synthetic evaluation set that excludes every training sequence (`kt dsl eval-set --exclude`, in
+`output_dir/kt_eval_set`) and scores the adapter on its first `eval_items` sequences in a separate process
+(`kt eval kt --mode dsl --config output_dir/kt.config.json`: Accuracy, CompressionRate, Precision;
+`output_dir/kt_eval/report.md`).
 """
 
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +30,8 @@ from accelerate import PartialState
 from trl import ModelConfig
 
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
-from kt_train.cli import main as kt_main
-from kt_train.configs import DataArguments, SFTConfig
+from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
+from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.training.data import load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.sft import run_sft
@@ -49,8 +48,9 @@ class KTScriptArguments(DataArguments):
         default=10_000, metadata={"help": "pairs in the default corpus", "choices": list(CORPUS_SIZES)}
     )
     corpus_seed: int = field(default=42, metadata={"help": "seed of the default corpus"})
-    eval_after_training: bool = field(
-        default=False, metadata={"help": "score the adapter on held-out synthetic sequences in a separate process"}
+    evaluations: list[str] = field(
+        default_factory=list,
+        metadata={"help": "after training: kt (the adapter on held-out synthetic sequences, in a separate process)"},
     )
     eval_set_bytes: int = field(default=20_000, metadata={"help": "sequence bytes of the evaluation set"})
     eval_seed: int = field(default=0, metadata={"help": "seed of the evaluation set"})
@@ -61,34 +61,7 @@ class KTScriptArguments(DataArguments):
         super().__post_init__()
         if self.corpus_size not in CORPUS_SIZES:
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
-
-
-def evaluate_adapter(
-    corpus: Path, script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig
-) -> None:
-    """Build the held-out evaluation set, then score the adapter in a fresh process (`kt eval kt --mode dsl`)."""
-    output = Path(training_args.output_dir)
-    eval_set = output / "kt_eval_set"
-    built = kt_main(
-        ["dsl", "eval-set", "--bytes", str(script_args.eval_set_bytes), "--seed", str(script_args.eval_seed),
-         "--exclude", str(corpus), "--output", str(eval_set), "--quiet"]
-    )  # fmt: skip
-    if built != 0:
-        print("could not build the evaluation set (see above); the adapter is saved")
-        return
-    command = [
-        sys.executable, "-m", "kt_train.cli", "eval", "kt", "--mode", "dsl",
-        "--dataset", str(eval_set),
-        "--model", model_args.model_name_or_path or "smollm2-135m-instruct",
-        "--adapter", str(output),
-        "--limit", str(script_args.eval_items),
-        "--max-new-tokens", str(script_args.eval_max_new_tokens),
-        "--seed", str(training_args.seed),
-        "--output", str(output / "kt_eval"),
-    ]  # fmt: skip
-    logger.info("evaluating in a separate process: %s", " ".join(command))
-    if subprocess.run(command, check=False).returncode != 0:  # the adapter is saved: report, do not crash
-        print("the evaluation failed (see above); the adapter is saved")
+        checked_evaluations(self.evaluations, ["kt"])
 
 
 def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
@@ -98,11 +71,14 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
     if missing:
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
     chats = dataset.map(to_seqcoder_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
-    run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"])
+    run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"])
     state = PartialState()
-    if state.is_main_process and script_args.eval_after_training:
-        evaluate_adapter(corpus, script_args, training_args, model_args)
-        print(f"report: {Path(training_args.output_dir) / 'kt_eval' / 'report.md'}")
+    if state.is_main_process and script_args.evaluations:
+        trained = TrainedModels(
+            Path(training_args.output_dir), model_name(model_args), {"kt": training_args.output_dir},
+            training_args.seed, trained_now=run.trainer is not None, context={"corpus": str(corpus)},
+        )  # fmt: skip
+        run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()
 
 

@@ -13,16 +13,15 @@ Usage:
 Data: `dataset_name` holds chats (`messages`, the last turn the assistant's); without it the fine-tuning data of
 `ft_domain` is built once and cached under the kt-train cache (`kt nl ft-data`: arithmetic with letters Q..Z and
 constants 11..20 on the evaluation topologies, or assembly; every pair gives an e->w and a w->e chat). `role` keeps
-both directions (the paper) or one. With `eval_after_training`, the main process builds a small suite and runs the
-round trip in a separate process (`kt nl run`): the base model and the fine-tuned one (adapter merged) in both roles,
-with the S-expression and procedural generators and the rule-based parser as references
-(`output_dir/nl_eval/report.md`, and W&B when the training reports there).
+both directions (the paper) or one. With `evaluations: [nl]` (`eval.post_training`), the main process builds a small
+suite and runs the round trip in a separate process (`kt nl run --config output_dir/nl.config.json`): the base
+model and the fine-tuned one (adapter merged) in both roles, with the S-expression and procedural generators and the
+rule-based parser as references (`output_dir/nl_eval/report.md`, and W&B when the training reports there).
 """
 
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +29,9 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
+from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
 from kt_train.cli import main as kt_main
-from kt_train.configs import DataArguments, SFTConfig
+from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import load_training_dataset
 from kt_train.training.launch import launch
@@ -54,8 +54,9 @@ class NLScriptArguments(DataArguments):
     role: str = field(
         default="both", metadata={"help": "both directions (the paper), or e->w / w->e only", "choices": list(ROLES)}
     )
-    eval_after_training: bool = field(
-        default=False, metadata={"help": "run the round trip with the base and fine-tuned models (separate process)"}
+    evaluations: list[str] = field(
+        default_factory=list,
+        metadata={"help": "after training: nl (the round trip of the base and fine-tuned models, separate process)"},
     )
     eval_expressions: int = field(default=8, metadata={"help": "suite expressions in that round trip"})
     eval_generator_shots: int = field(default=0, metadata={"help": "gamma (the paper: 0 arithmetic FT, 3 assembly)"})
@@ -71,6 +72,7 @@ class NLScriptArguments(DataArguments):
             raise ValueError(f"ft_domain must be one of {FT_DOMAINS}, got {self.ft_domain!r}")
         if self.eval_expressions < 1:
             raise ValueError(f"eval_expressions must be >= 1, got {self.eval_expressions}")
+        checked_evaluations(self.evaluations, ["nl"])
 
 
 def ft_data_dir(script_args: NLScriptArguments) -> Path:
@@ -88,32 +90,6 @@ def ft_data_dir(script_args: NLScriptArguments) -> Path:
     return root
 
 
-def evaluate_round_trip(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
-    """The round trip, base vs fine-tuned, in a fresh process (`kt nl run`); a failure is reported, not raised."""
-    output = Path(training_args.output_dir)
-    suite = cache_dir() / "data" / "nl-suite-arithmetic-seed0"
-    if not (suite / "suite.json").is_file() and kt_main(["nl", "suite", "--output", str(suite), "--quiet"]) != 0:
-        print("could not build the expression suite (see above); the adapter is saved")
-        return
-    model = model_args.model_name_or_path or "smollm2-135m-instruct"
-    lms = [f"base={model}", f"ft={model}@{output}"]
-    command = [
-        sys.executable, "-m", "kt_train.cli", "nl", "run", "--suite", str(suite), "--output", str(output / "nl_eval"),
-        "--generators", *lms, "sexpr", "procedural", "--extractors", *lms, "parser",
-        "--max-expressions", str(script_args.eval_expressions),
-        "--generator-shots", str(script_args.eval_generator_shots),
-        "--extractor-shots", str(script_args.eval_extractor_shots),
-        "--generator-tokens", str(script_args.eval_generator_tokens),
-        "--extractor-tokens", str(script_args.eval_extractor_tokens),
-        "--seed", str(training_args.seed),
-    ]  # fmt: skip
-    if reports_to_wandb(training_args) and training_args.wandb_project:
-        command += ["--wandb-project", training_args.wandb_project]  # the report beside the training run
-    logger.info("evaluating in a separate process: %s", " ".join(command))
-    if subprocess.run(command, check=False).returncode != 0:
-        print("the round-trip evaluation failed (see above); the adapter is saved")
-
-
 def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     dataset = load_training_dataset(str(ft_data_dir(script_args)), script_args.dataset_train_split)
     if script_args.role != "both":
@@ -123,11 +99,16 @@ def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: M
     keep = [c for c in ("messages", "prompt", "completion") if c in dataset.column_names]
     dataset = dataset.select_columns(keep)
     tags = ["nl", script_args.ft_domain, script_args.role]
-    run_sft(dataset, script_args, training_args, model_args, dataset_name=f"nl-{script_args.ft_domain}", tags=tags)
+    run = run_sft(dataset, script_args, training_args, model_args, dataset_name=f"nl-{script_args.ft_domain}",
+                  tags=tags)  # fmt: skip
     state = PartialState()
-    if state.is_main_process and script_args.eval_after_training:
-        evaluate_round_trip(script_args, training_args, model_args)
-        print(f"report: {Path(training_args.output_dir) / 'nl_eval' / 'report.md'}")
+    if state.is_main_process and script_args.evaluations:
+        wandb_project = training_args.wandb_project if reports_to_wandb(training_args) else None
+        trained = TrainedModels(
+            Path(training_args.output_dir), model_name(model_args), {"ft": training_args.output_dir},
+            training_args.seed, run.trainer is not None, wandb_project,  # the report beside the training run
+        )  # fmt: skip
+        run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()
 
 

@@ -15,16 +15,15 @@ Usage:
 Data: `dataset_name` is a corpus made by `kt sft-data build` (one dataset folder per algorithm); without it the
 default corpus (benchmark -> traces -> template translations -> SFT chats, evaluation inputs held out) is built
 once and cached under the kt-train cache (`$KT_TRAIN_CACHE`). Adapters go to `output_dir/<algorithm>/`. With
-`eval_after_training`, the main process then scores the base model and every adapter on held-out inputs in a
-separate process (`kt eval rtce`, each adapter on its own algorithm; a model cannot be reloaded inside a live ZeRO-3
-process).
+`evaluations: [rtce]` (`eval.post_training`), the main process then scores the base model and every adapter on
+held-out inputs in a separate process (`kt eval rtce --config output_dir/rtce.config.json`, each adapter on its own
+algorithm; a model cannot be reloaded inside a live ZeRO-3 process).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,14 +31,15 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
-from kt_train.configs import DataArguments, SFTConfig
+from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
+from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import DatasetUnavailableError, load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.report import wandb_runs, write_report
 from kt_train.training.sft import run_sft
 from tracegen.algorithms import ALGORITHMS
-from tracegen.pipeline import EVAL_IDS_FILE, CorpusSettings, build_rtce_sft_corpus
+from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +56,9 @@ class RTCEScriptArguments(DataArguments):
     num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
     eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
     template_max_steps: int = field(default=40, metadata={"help": "default corpus: steps each trace narration shows"})
-    eval_after_training: bool = field(
-        default=False, metadata={"help": "score base vs adapters on held-out inputs afterwards (separate process)"}
+    evaluations: list[str] = field(
+        default_factory=list,
+        metadata={"help": "after training: rtce (base vs adapters on held-out inputs, in a separate process)"},
     )
     eval_items: int = field(default=5, metadata={"help": "held-out inputs per algorithm in that evaluation"})
     eval_max_new_tokens: int = field(default=512, metadata={"help": "tokens per answer in that evaluation"})
@@ -73,6 +74,7 @@ class RTCEScriptArguments(DataArguments):
         unknown = sorted(set(self.algorithms) - set(ALGORITHMS))
         if unknown or not self.algorithms:
             raise ValueError(f"algorithms must be a non-empty subset of {sorted(ALGORITHMS)}, got {unknown}")
+        checked_evaluations(self.evaluations, ["rtce"])
 
     def corpus_settings(self) -> CorpusSettings:
         return CorpusSettings(self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps)
@@ -97,49 +99,25 @@ def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
     return args
 
 
-def evaluate_adapters(
-    corpus: Path, script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig
-) -> None:
-    """Score the base model and the adapters on held-out inputs of `corpus` in a fresh process (`kt eval rtce`)."""
-    output = Path(training_args.output_dir)
-    if not (corpus / "benchmark").is_dir() or not (corpus / EVAL_IDS_FILE).is_file():
-        print(f"skipping the evaluation: {corpus} has no benchmark/ and {EVAL_IDS_FILE} (not a default corpus)")
-        return
-    both = {"output_pred", "input_pred"} <= set(script_args.eval_tasks)
-    command = [
-        sys.executable, "-m", "kt_train.cli", "eval", "rtce",
-        "--benchmark", str(corpus / "benchmark"),
-        "--ids", str(corpus / EVAL_IDS_FILE),
-        "--output", str(output / "eval"),
-        "--algorithms", *script_args.algorithms,
-        "--tasks", *script_args.eval_tasks,
-        "--items", str(script_args.eval_items),
-        "--temperatures", *(f"{t:g}" for t in script_args.eval_temperatures),
-        "--n", str(script_args.eval_n),
-        "--max-new-tokens", str(script_args.eval_max_new_tokens),
-        "--seed", str(training_args.seed),
-        *([] if both else ["--no-roundtrip"]),
-        "--model", model_args.model_name_or_path or "smollm2-135m-instruct",
-        *(arg for algorithm in script_args.algorithms for arg in ("--adapter", f"{algorithm}={output / algorithm}")),
-    ]  # fmt: skip
-    logger.info("evaluating in a separate process: %s", " ".join(command))
-    if subprocess.run(command, check=False).returncode != 0:  # the adapters are saved: report, do not crash
-        print("the evaluation failed (see above); the adapters are saved")
-
-
 def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     corpus = corpus_dir(script_args)
+    trained_now = False
     for algorithm in script_args.algorithms:
         if not (corpus / algorithm).is_dir():
             raise DatasetUnavailableError(f"no {algorithm} dataset in {corpus} (no kept traces for it?)")
         dataset = load_training_dataset(str(corpus / algorithm), script_args.dataset_train_split)
         args = adapter_args(training_args, algorithm)
-        run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}", tags=["rtce", algorithm])
+        run = run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}",
+                      tags=["rtce", algorithm])  # fmt: skip
+        trained_now = trained_now or run.trainer is not None
     state = PartialState()
     if state.is_main_process:
         output = Path(training_args.output_dir)
-        if script_args.eval_after_training:
-            evaluate_adapters(corpus.parent, script_args, training_args, model_args)
+        if script_args.evaluations:
+            adapters = {algorithm: str(output / algorithm) for algorithm in script_args.algorithms}
+            trained = TrainedModels(output, model_name(model_args), adapters, training_args.seed, trained_now,
+                                    context={"rtce_corpus": str(corpus.parent)})  # fmt: skip
+            run_evaluations(script_args.evaluations, trained, script_args)
         report = write_report(
             output, script_args.algorithms, "RTCE SFT: one adapter per algorithm", output / "eval" / "report.md"
         )

@@ -32,7 +32,7 @@ from typing import Any
 
 from kt_train.generation import GENERATION_ERRORS
 from kt_train.records import read_jsonl
-from kt_train.stages import RunFolder, RunOptions, content_hash
+from kt_train.stages import RunFolder, RunOptions, content_hash, model_hash
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
@@ -459,7 +459,7 @@ def translate_traces(
     records = [r for r in read_jsonl(path_in) if r.get("kept")]
     engine, sampling, name = _resolve_backend(backend, model, sampling)
     settings = {
-        "traces_sha256": content_hash(path_in), "backend": name, "model": model, "model_sha256": content_hash(model),
+        "traces_sha256": content_hash(path_in), "backend": name, "model": model, "model_sha256": model_hash(model),
         "sampling": asdict(sampling) if engine is not None else None, "max_steps": max_steps,
         "min_value_share": min_value_share, "version": VERSION,
     }  # fmt: skip

@@ -23,7 +23,7 @@ from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
 from eval.predictions import read_prediction_rows
 from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
-from kt_train.stages import RunFolder, RunOptions, content_hash
+from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 
 COMPLETIONS = "completions"
 ITEMS = "items"
@@ -208,7 +208,8 @@ def eval_settings(config: KTEvalConfig, dataset: KTDataset) -> dict[str, Any]:
     by content, the dataset's fingerprint and the code version."""
     settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
     settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items), "version": VERSION}
-    settings |= {f"{k}_sha256": content_hash(getattr(config, k)) for k in ("model", "adapter", "predictions")}
+    settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
+    settings["adapter_sha256"] = adapter_hash(config.adapter)
     return settings
 
 

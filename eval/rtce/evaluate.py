@@ -28,7 +28,7 @@ from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
 from kt_train.records import write_jsonl
-from kt_train.stages import RunFolder, RunOptions, content_hash
+from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 
 SCORED_FILE = "scored.jsonl"
 BASE = "base"
@@ -175,8 +175,8 @@ def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[
     settings = {
         k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project", "retries", "backoff_s"}
     }
-    settings |= {f"{k}_sha256": content_hash(getattr(config, k)) for k in ("model", "predictions")}
-    settings["adapters_sha256"] = {label: content_hash(path) for label, path in config.adapters.items()}
+    settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
+    settings["adapters_sha256"] = {label: adapter_hash(path) for label, path in config.adapters.items()}
     settings["benchmark_sha256"] = content_hash(Path(config.benchmark) / "rtce.json")
     settings |= {"num_prompts": len(selected), "version": VERSION}
     return settings

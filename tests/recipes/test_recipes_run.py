@@ -17,6 +17,7 @@ from dsl.seqcoder import build_kt_corpus
 from kt_train.cli import main as kt_main
 from kt_train.configs import SFTConfig
 from kt_train.models import DEFAULT_MODEL, get_tokenizer, resolve_model_path
+from kt_train.stages import adapter_hash
 from kt_train.training.launch import launch
 from kt_train.training.model import check_trainable, get_training_model
 
@@ -48,9 +49,20 @@ def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) ->
     summary = json.loads((out / "kt_eval" / "summary.json").read_text())  # written by `kt eval kt` in a subprocess
     assert summary["settings"]["adapter"] == str(out) and summary["settings"]["mode"] == "dsl"
     assert summary["metrics"]["num_items"] == 2 and summary["program_prior"] == "uniform"
+    assert json.loads((out / "kt.config.json").read_text())["max_new_tokens"] == 24  # the evaluation's --config
     training = {tuple(s) for s in pq.read_table(corpus / "data").column("sequence").to_pylist()}
     held_out = pq.read_table(out / "kt_eval_set" / "data")
     assert not training & {tuple(s) for s in held_out.column("sequence").to_pylist()}
+
+    # The same command again: the training had finished (not trained further), the evaluation is the same one.
+    train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out, evaluation)
+    assert json.loads((out / "kt_eval" / "summary.json").read_text())["settings"] == summary["settings"]
+    # Trained afresh with another learning rate: a new adapter, so its evaluation is made again, not reused.
+    again = (*evaluation, "--overwrite_output_dir", "true", "--learning_rate", "0.05")
+    train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out, again)
+    settings = json.loads((out / "kt_eval" / "summary.json").read_text())["settings"]
+    assert settings["adapter_sha256"] != summary["settings"]["adapter_sha256"]
+    assert settings["adapter_sha256"] == adapter_hash(out)
 
 
 @pytest.mark.slow

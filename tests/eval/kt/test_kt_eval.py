@@ -202,3 +202,66 @@ def test_the_summary_and_plots_go_to_an_offline_wandb_run(
     run_kt_eval(config, progress=False)
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+
+
+def test_sharded_evaluation_merges_byte_identical_to_one_run(synthetic: Path, tmp_path: Path) -> None:
+    rows = _rows(synthetic)
+    bad = {0: "no program here", 3: "output = [1, 2"}
+    predictions = _write(
+        tmp_path / "p.jsonl", [{"id": r["id"], "completion": bad.get(i, r["program"])} for i, r in enumerate(rows)]
+    )
+    base = ["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(predictions)]
+    assert main([*base, "--output", str(tmp_path / "one")]) == 0
+    sharded = tmp_path / "sharded"
+    for index in ("1", "0"):
+        assert main([*base, "--output", str(sharded), "--num-shards", "2", "--shard-index", index]) == 0
+    assert not (sharded / SUMMARY_FILE).exists()
+    assert main([*base, "--output", str(sharded)]) == 0  # merges the two shards, checks nothing again
+    for name in (ITEMS_FILE, SUMMARY_FILE, REPORT_FILE):
+        assert (sharded / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+
+
+def test_a_rerun_with_other_settings_is_one_line_and_overwrite_starts_afresh(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _rows(synthetic)
+    predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    base = ["eval", "kt", "--dataset", str(synthetic), "--predictions", str(predictions), "--output", str(tmp_path)]
+    assert main(base) == 0
+    before = (tmp_path / ITEMS_FILE).read_bytes()
+    _write(predictions, [{"id": r["id"], "completion": "output = []"} for r in rows])  # other content, same path
+    capsys.readouterr()
+    assert main([*base, "--limit", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other settings (dataset_fingerprint, limit, num_items, predictions_sha256)" in err[0]
+    assert (tmp_path / ITEMS_FILE).read_bytes() == before
+    assert main([*base, "--limit", "2", "--overwrite"]) == 0
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["metrics"]["num_items"] == 2 and summary["metrics"]["accuracy"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_failed_generation_is_recorded_and_made_again_by_the_rerun(synthetic: Path, tmp_path: Path) -> None:
+    failures = [RuntimeError("the inference server went away")] * 3  # the first call and its two retries
+
+    class Flaky:  # the real backend, whose first request (and its retries) fail
+        def __init__(self, config: KTEvalConfig) -> None:
+            self.backend = default_backend(config)
+
+        def generate(self, prompts, sampling):  # type: ignore[no-untyped-def]
+            if failures:
+                raise failures.pop()
+            return self.backend.generate(prompts, sampling)
+
+    config = KTEvalConfig(
+        dataset=str(synthetic), output=str(tmp_path), mode="dsl", model="smollm2-135m-instruct", limit=2,
+        max_new_tokens=16, batch_size=1,
+    )  # fmt: skip
+    run_kt_eval(config, factory=Flaky, progress=False)
+    first = [json.loads(line) for line in (tmp_path / COMPLETIONS_FILE).read_text().splitlines()]
+    assert first[0]["completions"] is None and "went away" in first[0]["error"]
+    assert first[1]["completions"] is not None
+    summary = run_kt_eval(config, factory=Flaky, progress=False)
+    second = [json.loads(line) for line in (tmp_path / COMPLETIONS_FILE).read_text().splitlines()]
+    assert "error" not in second[0] and second[0]["completions"] and second[1] == first[1]
+    assert summary["metrics"]["num_items"] == 2

@@ -1,0 +1,155 @@
+"""Evaluations after training, by name: a recipe's `evaluations: [kt]` (or `[rtce]`, `[nl]`) runs them in order.
+
+Each entry of `EVALUATIONS` prepares what its evaluation needs (a held-out KT set, the expression suite) and returns
+the `kt` command and its option values; `run_evaluations` writes those values to `<output>/<name>.config.json` and
+runs `kt ... --config FILE` in a separate process (a model cannot be reloaded inside a live ZeRO-3 process). The
+evaluation folders follow the run contract (`kt_train.stages`): when this invocation trained, the adapters are new
+and the evaluation starts afresh (`--overwrite`); when the training had finished before, an interrupted evaluation
+resumes. A failed evaluation is reported, never raised: the adapters are saved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainedModels:
+    """What a recipe trained: the base model, its adapters by label, where they are and how the run was set."""
+
+    output_dir: Path
+    model: str
+    adapters: dict[str, str]
+    seed: int
+    trained_now: bool = field(default=True)
+    wandb_project: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    """Recipe data an evaluation needs: `corpus` (KT: the training corpus), `rtce_corpus` (RTCE: the default corpus
+    root with benchmark/ and the held-out ids)."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A prepared evaluation: the `kt` subcommand, its option values and the report it writes."""
+
+    command: list[str]
+    options: dict[str, Any]
+
+    @property
+    def report(self) -> Path:
+        return Path(self.options["output"]) / "report.md"
+
+
+EvaluationBuilder = Callable[[TrainedModels, Any], "Evaluation | None"]
+
+
+def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
+    """`kt eval kt --mode dsl` of the adapter on a synthetic set that excludes every training sequence."""
+    from kt_train.cli import main as kt_main
+
+    eval_set = trained.output_dir / "kt_eval_set"
+    built = kt_main(
+        ["dsl", "eval-set", "--bytes", str(script_args.eval_set_bytes), "--seed", str(script_args.eval_seed),
+         "--exclude", str(trained.context["corpus"]), "--output", str(eval_set), "--quiet"]
+    )  # fmt: skip
+    if built != 0:
+        print("could not build the evaluation set (see above); the adapter is saved")
+        return None
+    options = {
+        "dataset": str(eval_set), "output": str(trained.output_dir / "kt_eval"), "mode": "dsl",
+        "model": trained.model, "adapter": trained.adapters["kt"], "limit": script_args.eval_items,
+        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed,
+    }  # fmt: skip
+    return Evaluation(["eval", "kt"], options)
+
+
+def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
+    """`kt eval rtce` of the base model and each algorithm's adapter on the held-out inputs of the default corpus."""
+    from tracegen.pipeline import EVAL_IDS_FILE
+
+    corpus = Path(trained.context["rtce_corpus"])
+    if not (corpus / "benchmark").is_dir() or not (corpus / EVAL_IDS_FILE).is_file():
+        print(f"skipping the evaluation: {corpus} has no benchmark/ and {EVAL_IDS_FILE} (not a default corpus)")
+        return None
+    both = {"output_pred", "input_pred"} <= set(script_args.eval_tasks)
+    options = {
+        "benchmark": str(corpus / "benchmark"), "ids": str(corpus / EVAL_IDS_FILE),
+        "output": str(trained.output_dir / "eval"), "model": trained.model, "adapters": dict(trained.adapters),
+        "algorithms": list(trained.adapters), "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
+        "temperatures": list(script_args.eval_temperatures), "n": script_args.eval_n,
+        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": both,
+    }  # fmt: skip
+    return Evaluation(["eval", "rtce"], options)
+
+
+def nl_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
+    """`kt nl run`: the round trip of the base model and the fine-tuned one, with the deterministic participants."""
+    from kt_train.cli import main as kt_main
+    from kt_train.models import cache_dir
+
+    suite = cache_dir() / "data" / "nl-suite-arithmetic-seed0"
+    if not (suite / "suite.json").is_file() and kt_main(["nl", "suite", "--output", str(suite), "--quiet"]) != 0:
+        print("could not build the expression suite (see above); the adapter is saved")
+        return None
+    lms = [f"base={trained.model}", *(f"{label}={trained.model}@{path}" for label, path in trained.adapters.items())]
+    options = {
+        "suite": str(suite), "output": str(trained.output_dir / "nl_eval"),
+        "generators": [*lms, "sexpr", "procedural"], "extractors": [*lms, "parser"],
+        "max_expressions": script_args.eval_expressions, "generator_shots": script_args.eval_generator_shots,
+        "extractor_shots": script_args.eval_extractor_shots, "generator_tokens": script_args.eval_generator_tokens,
+        "extractor_tokens": script_args.eval_extractor_tokens, "seed": trained.seed,
+        "wandb_project": trained.wandb_project,
+    }  # fmt: skip
+    return Evaluation(["nl", "run"], options)
+
+
+EVALUATIONS: dict[str, EvaluationBuilder] = {"kt": kt_evaluation, "rtce": rtce_evaluation, "nl": nl_evaluation}
+"""The evaluations a recipe can name (`evaluations: [...]`)."""
+
+
+def run_evaluation(name: str, evaluation: Evaluation, trained: TrainedModels) -> int:
+    """Run one prepared evaluation in a separate process; its exit status."""
+    config = trained.output_dir / f"{name}.config.json"
+    config.write_text(json.dumps(evaluation.options, indent=2) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "kt_train.cli", *evaluation.command, "--config", str(config)]
+    if trained.trained_now:
+        command.append("--overwrite")  # new adapters: the earlier evaluation is of others
+    logger.info("evaluating in a separate process: %s", " ".join(command))
+    return subprocess.run(command, check=False).returncode
+
+
+def run_evaluations(names: Sequence[str], trained: TrainedModels, script_args: Any) -> dict[str, Path | None]:
+    """Prepare and run the evaluations `names` in order; the report of each (None: it failed, reported)."""
+    unknown = sorted(set(names) - set(EVALUATIONS))
+    if unknown:
+        raise ValueError(f"unknown evaluation(s) {', '.join(unknown)} (known: {', '.join(EVALUATIONS)})")
+    reports: dict[str, Path | None] = {}
+    for name in names:
+        evaluation = EVALUATIONS[name](trained, script_args)
+        if evaluation is None or run_evaluation(name, evaluation, trained) != 0:
+            print(f"the {name} evaluation failed (see above); the adapters are saved")
+            reports[name] = None
+            continue
+        reports[name] = evaluation.report
+        print(f"report: {evaluation.report}")
+    return reports
+
+
+def checked_evaluations(names: Sequence[str], allowed: Mapping[str, Any] | Sequence[str]) -> list[str]:
+    """`names` if each is one a recipe can run (`allowed`), else one ValueError naming the others."""
+    bad = [name for name in names if name not in allowed]
+    if bad:
+        raise ValueError(f"evaluations: {', '.join(bad)} not available here (this recipe runs: {', '.join(allowed)})")
+    return list(names)
+
+
+__all__ = ["EVALUATIONS", "Evaluation", "TrainedModels", "checked_evaluations", "run_evaluation", "run_evaluations"]

@@ -229,7 +229,7 @@ def test_a_rerun_with_other_settings_is_one_line_and_overwrite_starts_afresh(
     base = ["eval", "kt", "--dataset", str(synthetic), "--predictions", str(predictions), "--output", str(tmp_path)]
     assert main(base) == 0
     before = (tmp_path / ITEMS_FILE).read_bytes()
-    _write(predictions, [{"id": r["id"], "completion": "output = []"} for r in rows])  # other content, same path
+    _write(predictions, [{"id": r["id"], "completion": "output = []"} for r in rows[:2]])  # other content, same path
     capsys.readouterr()
     assert main([*base, "--limit", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

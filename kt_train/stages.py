@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 SETTINGS_FILE = "settings.json"
 DONE_FILE = "done.json"
+RECORDS_FILE = "record_files.json"
+"""The names of the record files a run made in its folder (what `--overwrite` deletes)."""
 _HASH_CHUNK = 1 << 20
 
 
@@ -146,25 +148,27 @@ class RunFolder:
     def _take_over_shards(self) -> None:
         """Merge every shard's record files into the unsharded ones (a run without shards then makes only what no
         shard made, and rewrites each file in item order: the bytes of one unsharded run)."""
-        by_name: dict[str, list[Path]] = {}
-        for path in sorted(self.output.glob("*.shard-*-of-*.jsonl")):
-            if path.name.endswith(".failures.jsonl"):
-                continue
-            by_name.setdefault(path.name.split(".shard-")[0], []).append(path)
-        for name, sources in by_name.items():
-            logger.info("taking over %d shard file(s) of %s in %s", len(sources), name, self.output)
-            merge_jsonl(self.output / f"{name}.jsonl", sources)
+        for name in self._recorded_names():
+            sources = sorted(p for p in self.output.glob(f"{name}.shard-*-of-*.jsonl") if ".failures." not in p.name)
+            if sources:
+                logger.info("taking over %d shard file(s) of %s in %s", len(sources), name, self.output)
+                merge_jsonl(self.output / f"{name}.jsonl", sources)
         for marker in self.output.glob("done.shard-*-of-*.json"):
             marker.unlink()
 
+    def _recorded_names(self) -> list[str]:
+        path = self.output / RECORDS_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+
     def _clear(self, everything: bool) -> None:
-        """Delete this run's records and markers: all of the folder's, or only this shard's."""
-        if everything:
-            patterns = ["*.jsonl", "done*.json", SETTINGS_FILE]
-        else:
-            patterns = [f"*{self.options.suffix}.jsonl", f"*{self.options.suffix}.failures.jsonl", self._done.name]
+        """Delete the record files and markers this job made (never other files of the folder): all of them, or
+        only this shard's."""
+        suffix = ".shard-*-of-*" if everything else self.options.suffix
+        patterns = [f"{name}{s}{ext}" for name in self._recorded_names() for s in ("", suffix)
+                    for ext in (".jsonl", ".failures.jsonl") if everything or s]  # fmt: skip
+        patterns += ["done*.json", SETTINGS_FILE, RECORDS_FILE] if everything else [self._done.name]
         for pattern in patterns:
-            for path in self.output.rglob(pattern) if everything else self.output.glob(pattern):
+            for path in self.output.glob(pattern):
                 path.unlink()
         logger.info("starting afresh in %s", self.output)
 
@@ -178,8 +182,16 @@ class RunFolder:
         return self._done.is_file()
 
     def path(self, name: str) -> Path:
-        """The record file `name` (e.g. "traces") of this run or shard."""
-        return self.output / f"{name}{self.options.suffix}.jsonl"
+        """The record file `name` (e.g. "traces", "generations/base") of this run or shard, noted as the job's."""
+        names = self._recorded_names()
+        if name not in names:
+            manifest = self.output / RECORDS_FILE
+            tmp = manifest.with_name(f"{manifest.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(sorted({*names, name}), indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, manifest)
+        path = self.output / f"{name}{self.options.suffix}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def shard(self, items: Sequence[T]) -> list[T]:
         """The items this run makes: all, or this shard's share."""
@@ -227,6 +239,7 @@ class RunFolder:
 
 __all__ = [
     "DONE_FILE",
+    "RECORDS_FILE",
     "SETTINGS_FILE",
     "RunFolder",
     "RunOptions",

@@ -108,8 +108,8 @@ def without_shots(rows: Sequence[dict[str, Any]], domain: str) -> list[dict[str,
     return kept
 
 
-def _file_name(label: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label) + ".jsonl"
+def _file_stem(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
 
 
 def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, guarded: bool) -> dict[str, Any]:
@@ -340,7 +340,7 @@ def run_nl(
     settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
     settings["version"] = VERSION
-    RunFolder(output, settings, options)
+    folder = RunFolder(output, settings, options)
 
     @functools.cache
     def backend(participant: Participant) -> GenerationBackend:
@@ -348,7 +348,7 @@ def run_nl(
 
     generations = {
         g.label: generate_word_problems(
-            g, rows, config, domain, functools.partial(backend, g), output / "generations" / _file_name(g.label),
+            g, rows, config, domain, functools.partial(backend, g), folder.path(f"generations/{_file_stem(g.label)}"),
             progress,
         )
         for g in generators
@@ -357,7 +357,7 @@ def run_nl(
     extractions = {
         e.label: extract_expressions(
             e, word_problems, config, domain, functools.partial(backend, e),
-            output / "extractions" / _file_name(e.label), progress,
+            folder.path(f"extractions/{_file_stem(e.label)}"), progress,
         )
         for e in extractors
     }  # fmt: skip

@@ -34,12 +34,14 @@ def _run(output: Path, options: RunOptions | None = None, settings: dict[str, An
 
 
 def test_other_settings_are_refused_naming_the_keys_and_overwrite_starts_afresh(tmp_path: Path) -> None:
+    (tmp_path / "predictions.jsonl").write_text('{"id": "mine"}\n', encoding="utf-8")  # an input kept beside
     _run(tmp_path, settings={"seed": 1, "model": "a", "n": 5})
     with pytest.raises(SettingsMismatch, match=r"other settings \(model, n\).*--overwrite"):
         RunFolder(tmp_path, {"seed": 1, "model": "b", "n": 4})
     assert (tmp_path / "records.jsonl").is_file()  # the refused rerun left the earlier output intact
     RunFolder(tmp_path, {"seed": 1, "model": "b", "n": 4}, RunOptions(overwrite=True))
     assert not (tmp_path / "records.jsonl").exists() and not (tmp_path / "done.json").exists()
+    assert (tmp_path / "predictions.jsonl").read_text() == '{"id": "mine"}\n'  # only the job's own files go
     assert json.loads((tmp_path / "settings.json").read_text())["model"] == "b"
     RunFolder(tmp_path, {"seed": 1, "model": "b", "n": 4})  # the same settings again: resumed, not refused
 
@@ -87,7 +89,12 @@ def test_shards_merge_byte_identical_to_one_run(tmp_path: Path) -> None:
     ]
     _run(sharded)  # without shards: takes the shards' records, makes nothing
     assert (sharded / "records.jsonl").read_bytes() == (tmp_path / "one" / "records.jsonl").read_bytes()
-    assert sorted(p.name for p in sharded.iterdir()) == ["done.json", "records.jsonl", "settings.json"]
+    assert sorted(p.name for p in sharded.iterdir()) == [
+        "done.json",
+        "record_files.json",
+        "records.jsonl",
+        "settings.json",
+    ]
 
 
 def test_bad_run_options() -> None:

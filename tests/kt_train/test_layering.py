@@ -1,4 +1,5 @@
-"""Data flows one way: kt_train's runtime modules never import the data packages."""
+"""Data flows one way: kt_train's runtime modules never import the data packages, and the producers (dsl,
+tracegen) never import the scorer (eval); no package imports the recipes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ DATA_PACKAGES = {"dsl", "tracegen", "eval"}
 
 
 def _imported_roots(path: Path) -> set[str]:
+    """Every top-level package `path` imports, at module level or inside functions (lazy imports count too)."""
     roots = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -24,3 +26,22 @@ def _imported_roots(path: Path) -> set[str]:
 @pytest.mark.parametrize("path", sorted((ROOT / "kt_train").rglob("*.py")), ids=lambda p: p.name)
 def test_kt_train_does_not_import_data_packages(path: Path) -> None:
     assert not _imported_roots(path) & DATA_PACKAGES
+
+
+PRODUCERS = sorted(p for package in ("dsl", "tracegen") for p in (ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", PRODUCERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_producers_do_not_import_the_scorer(path: Path) -> None:
+    assert not _imported_roots(path) & {"eval", "recipes"}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "eval").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_eval_does_not_import_the_recipes(path: Path) -> None:
+    assert "recipes" not in _imported_roots(path)
+
+
+def test_the_check_sees_lazy_imports(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from eval.kt import scoring\n    import tracegen.records\n")
+    assert _imported_roots(module) == {"eval", "tracegen"}

@@ -16,13 +16,14 @@ from eval.rtce.evaluate import (
     run_rtce_eval,
     score_rows,
 )
-from eval.rtce.generation import ModelSpec, with_retries
+from eval.rtce.generation import ModelSpec
 from eval.rtce.items import load_items
 from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown
 from eval.rtce.repair import needs_repair
 from eval.rtce.roundtrip import roundtrip_cases, roundtrip_prompt
 from eval.rtce.scoring import score_completions
 from kt_train.cli import main
+from kt_train.generation import with_retries
 from tracegen.algorithms import get_algorithm
 from tracegen.benchmark import build_benchmark
 
@@ -199,3 +200,24 @@ def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benc
     rows = [json.loads(line) for line in (out / "rle.completions.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["adapter"] == str(adapter)
     assert run_rtce_eval(config, factory=counting, progress=False) == summary and len(loads) == 2
+
+
+def test_a_rerun_with_other_settings_is_refused_and_overwrite_starts_afresh(
+    benchmark: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = load_items(benchmark, ["rle"], ["output_pred"], limit=2)
+    rows = [{"id": item.id, "completions": [answer(item.answer)]} for item in items]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    base = ["eval", "rtce", "--benchmark", str(benchmark), "--output", str(out), "--predictions", str(predictions),
+            "--algorithms", "rle", "--tasks", "output_pred", "--items", "2"]  # fmt: skip
+    assert main(base) == 0
+    scored = (out / SCORED_FILE).read_bytes()
+    capsys.readouterr()
+    assert main([*base, "--n", "3", "--max-new-tokens", "64"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other settings (max_new_tokens, n)" in err[0] and "--overwrite" in err[0]
+    assert (out / SCORED_FILE).read_bytes() == scored
+    assert main([*base, "--n", "3", "--max-new-tokens", "64", "--overwrite"]) == 0
+    assert json.loads((out / "summary.json").read_text())["settings"]["n"] == 3

@@ -69,6 +69,7 @@ def _corpus(args: argparse.Namespace, target: Target, stream: str, command: str)
         num_shards=args.num_shards,
         shard_index=args.shard_index,
         keep_blocks=args.keep_blocks,
+        overwrite=args.overwrite,
         command=command
         + "".join(f" --exclude {p}" for p in args.exclude)
         + (f" --sampler-config {args.sampler_config}" if args.sampler_config else ""),
@@ -156,6 +157,9 @@ def _corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-shards", type=int, default=1, help="Split block building over this many machines.")
     parser.add_argument("--shard-index", type=int, default=0, help="This machine's shard (0-based).")
     parser.add_argument("--keep-blocks", action="store_true", help="Keep the candidate blocks after finishing.")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="Start afresh in an --output holding a corpus with other settings."
+    )
     parser.add_argument("--quiet", action="store_true", help="No progress bar.")
 
 

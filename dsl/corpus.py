@@ -23,9 +23,10 @@ import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from dsl.blocks import BlockSpec, block_path, digest_keys, read_block, write_block
-from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_manifest, write_dataset
+from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_manifest, remove_dataset, write_dataset
 from dsl.sampler import DEFAULT_CONFIG, SamplerConfig
 from dsl.selection import Selection, Target, select
+from kt_train.stages import differing_keys
 
 BLOCKS_DIR = ".blocks"
 PLAN = "plan.json"
@@ -53,6 +54,7 @@ class CorpusRequest:
     num_shards: int = 1
     shard_index: int = 0
     keep_blocks: bool = False
+    overwrite: bool = False
     command: str = ""
     progress: bool = True
 
@@ -171,12 +173,16 @@ def generate_corpus(request: CorpusRequest) -> dict[str, Any] | None:
     request.output.mkdir(parents=True, exist_ok=True)
     settings = request.settings()
     existing = read_manifest(request.output)
-    if existing is not None:
-        if existing["settings"] == settings:
-            return existing
-        raise CorpusError(
-            f"{request.output} already holds a corpus made with other settings; choose another --output or remove it"
-        )
+    if existing is not None and existing["settings"] != settings:
+        if not request.overwrite:
+            keys = ", ".join(differing_keys(existing["settings"], settings))
+            raise CorpusError(
+                f"{request.output} holds a corpus made with other settings ({keys}); pass --overwrite to start "
+                "afresh or use a new --output"
+            )
+        remove_dataset(request.output)
+    elif existing is not None:
+        return existing
     _write_plan(request)
     directory = _blocks_dir(request)
     num_blocks = _first_round_blocks(request)

@@ -135,6 +135,14 @@ Share of programs using each function:
 """
 
 
+def remove_dataset(directory: Path) -> None:
+    """Delete the corpus files `write_dataset` made in `directory` (shards, card, manifest; nothing else)."""
+    for shard in (directory / DATA_DIR).glob("*.parquet"):
+        shard.unlink()
+    for name in ("README.md", MANIFEST):
+        (directory / name).unlink(missing_ok=True)
+
+
 def write_dataset(
     directory: Path,
     num_rows: int,

@@ -87,8 +87,19 @@ def test_rerun_is_a_no_op_and_other_settings_are_refused(corpus: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in (corpus / "data").iterdir()}
     generate_corpus(_request(corpus))
     assert {p: p.stat().st_mtime_ns for p in (corpus / "data").iterdir()} == before
-    with pytest.raises(CorpusError, match="other settings"):
+    with pytest.raises(CorpusError, match=r"other settings \(block_key, seed\).*--overwrite"):
         generate_corpus(_request(corpus, seed=8))
+
+
+def test_overwrite_starts_a_corpus_with_other_settings_afresh(corpus: Path, tmp_path: Path) -> None:
+    generate_corpus(_request(tmp_path))
+    (tmp_path / "notes.txt").write_text("mine")
+    manifest = generate_corpus(_request(tmp_path, seed=8, overwrite=True))
+    assert manifest is not None and manifest["settings"]["seed"] == 8
+    fresh = tmp_path / "fresh"
+    generate_corpus(_request(fresh, seed=8))
+    assert _data_bytes(tmp_path) == _data_bytes(fresh)
+    assert (tmp_path / "notes.txt").read_text() == "mine"  # only the corpus's own files were replaced
 
 
 def test_excluded_sequences_never_appear(corpus: Path, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kt_train.logs import DEBUG_ENV, DEBUG_FLAG, configure_logging, report_error, take_debug_flag
 
@@ -34,7 +34,32 @@ class UsageError(ValueError):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argparse parser (and, through `add_subparsers`, its subparsers) whose errors are one line."""
+    """An argparse parser (and, through `add_subparsers`, its subparsers) whose errors are one line, and whose
+    options can be added when it is first used (`defer`): a subcommand imports its config's module only when it
+    runs or shows its help, so `kt` starts fast."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, populate: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._deferred.append(populate)
+
+    def _populate(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._populate()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._populate()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._populate()
+        return super().format_usage()
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -89,7 +89,7 @@ def add_options(
         kwargs: dict[str, Any] = {"dest": item.name, "default": argparse.SUPPRESS}
         if annotation is bool:
             kwargs["action"] = argparse.BooleanOptionalAction if default is True else "store_true"
-        elif get_origin(annotation) is list:
+        elif get_origin(annotation) in (list, tuple):
             kwargs |= _scalar_kwargs(get_args(annotation)[0]) | {"nargs": "+"}
         elif get_origin(annotation) is dict:
             listed = get_origin(get_args(annotation)[1]) is list
@@ -113,6 +113,25 @@ def add_options(
         )  # fmt: skip
         parser.set_defaults(_kt_config_flag=True)
     parser.set_defaults(**{_OPTIONS: known})
+
+
+def add_options_later(
+    parser: argparse.ArgumentParser,
+    load_config_class: Callable[[], type[Any]],
+    exclude: Sequence[str] = (),
+    config_file: bool = True,
+) -> None:
+    """`add_options` when the parser is first used (`kt_train.cli.OneLineParser.defer`), so that building the `kt`
+    parser imports no config module; at once for any other parser."""
+
+    def populate(target: argparse.ArgumentParser) -> None:
+        add_options(target, load_config_class(), exclude, config_file)
+
+    defer = getattr(parser, "defer", None)
+    if defer is None:
+        populate(parser)
+    else:
+        defer(populate)
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -158,8 +177,11 @@ def options_from(config_class: type[C], args: argparse.Namespace, **fixed: Any) 
     values |= {name: getattr(args, name) for name in names if hasattr(args, name)}
     hints = typing.get_type_hints(config_class)
     for name, value in list(values.items()):
-        if get_origin(_strip_optional(hints[name])) is dict and isinstance(value, list):
+        origin = get_origin(_strip_optional(hints[name]))
+        if origin is dict and isinstance(value, list):
             values[name] = dict(value)
+        elif origin is tuple and isinstance(value, list):
+            values[name] = tuple(value)
     values |= fixed
     missing = [
         flag(item.name)
@@ -182,8 +204,8 @@ def _check_types(config_class: type[Any], values: Mapping[str, Any], hints: Mapp
         origin = get_origin(annotation)
         if origin is Literal:
             ok = value in get_args(annotation)
-        elif origin is list:
-            ok = isinstance(value, list)
+        elif origin in (list, tuple):
+            ok = isinstance(value, list | tuple)
         elif origin is dict:
             ok = isinstance(value, dict)
         elif annotation is float:
@@ -196,6 +218,25 @@ def _check_types(config_class: type[Any], values: Mapping[str, Any], hints: Mapp
             raise ValueError(f"{flag(name)}: {value!r} is not a valid {getattr(annotation, '__name__', annotation)}")
 
 
+def command_line(prog: str, config: Any, exclude: Sequence[str] = ()) -> str:
+    """The command that makes `config` again (`prog` then a flag per field that differs from its default): the
+    provenance line of a dataset card."""
+    parts = [prog]
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if item.name in exclude or not item.init or value == _field_default(item):
+            continue
+        if isinstance(value, bool):
+            parts.append(flag(item.name) if value else "--no-" + flag(item.name)[2:])
+        elif isinstance(value, dict):
+            parts += [f"{flag(item.name)} {k}={','.join(v) if isinstance(v, list) else v}" for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            parts.append(" ".join([flag(item.name), *map(str, value)]))
+        else:
+            parts.append(f"{flag(item.name)} {value}")
+    return " ".join(parts)
+
+
 def write_config_file(path: str | Path, config: Any, exclude: Sequence[str] = ()) -> Path:
     """Write a config dataclass as the JSON file `--config` reads (what a recipe hands a separate process)."""
     values = {k: v for k, v in dataclasses.asdict(config).items() if k not in exclude}
@@ -205,4 +246,13 @@ def write_config_file(path: str | Path, config: Any, exclude: Sequence[str] = ()
     return file
 
 
-__all__ = ["CONFIG_FLAG", "add_options", "flag", "options_from", "read_config_file", "write_config_file"]
+__all__ = [
+    "CONFIG_FLAG",
+    "add_options",
+    "add_options_later",
+    "command_line",
+    "flag",
+    "options_from",
+    "read_config_file",
+    "write_config_file",
+]

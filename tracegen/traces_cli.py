@@ -61,7 +61,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the `traces` command group."""
-    from kt_train.options import add_options
+    from kt_train.options import add_options_later
     from kt_train.stages import RunOptions
 
     traces = subparsers.add_parser("traces", help="Execution traces of the RTCE programs (snoop, in the sandbox)")
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
         help="Trace the encoder on x and the decoder on z of every benchmark item into DIR/traces.jsonl "
         "(resumable, shardable); print the kept/dropped summary as JSON.",
     )
-    add_options(collect, CollectConfig)
-    add_options(collect, RunOptions)
+    add_options_later(collect, lambda: CollectConfig)
+    add_options_later(collect, lambda: RunOptions)
     collect.set_defaults(handler=_collect)
     add_translate_command(commands)

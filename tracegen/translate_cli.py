@@ -118,11 +118,11 @@ def add_translate_command(commands: Any) -> None:
         help="Turn the kept traces of DIR/traces.jsonl into step-by-step reasoning ending in an [ANSWER] block "
         "(OUTPUT/translations.jsonl, resumable); print the summary as JSON.",
     )
-    from kt_train.options import add_options
+    from kt_train.options import add_options_later
     from kt_train.stages import RunOptions
 
-    add_options(translate, TranslateConfig)
-    add_options(translate, RunOptions)
+    add_options_later(translate, lambda: TranslateConfig)
+    add_options_later(translate, lambda: RunOptions)
     translate.set_defaults(handler=_translate)
 
 

@@ -45,7 +45,7 @@ MAX_DUPLICATE_REDRAWS = 100
 class SuiteConfig:
     """Cells, caps and seed of an expression suite."""
 
-    domain: str = field(default="arithmetic", metadata={"help": f"expression domain: {', '.join(DOMAIN_NAMES)}"})
+    domain: str = field(default="arithmetic", metadata={"help": "expression domain", "choices": list(DOMAIN_NAMES)})
     k_min: int = field(default=2, metadata={"help": "smallest operator count"})
     k_max: int = field(default=8, metadata={"help": "largest operator count"})
     d_min: int = field(default=2, metadata={"help": "smallest depth"})

@@ -33,10 +33,11 @@ def _kt_command(args: argparse.Namespace) -> int:
 def _baselines_command(args: argparse.Namespace) -> int:
     from eval.kt.baselines import BaselineConfig, baselines_markdown, compute_baselines
     from eval.kt.dataset import DatasetError, load_kt_dataset
+    from kt_train.options import options_from
 
     try:
         dataset = load_kt_dataset(args.dataset, args.limit)
-        config = BaselineConfig(args.gzip_encoding, args.chunk_length, args.lmic_items, args.lmic_model)
+        config = options_from(BaselineConfig, args)
         result = compute_baselines(dataset, config)
     except (DatasetError, FileNotFoundError, ValueError) as exc:
         return fail(str(exc))
@@ -49,29 +50,38 @@ def _baselines_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, metavar="DIR", help="`kt dsl eval-set` or `kt kt-data` folder")
-    parser.add_argument("--output", required=True, metavar="DIR")
-    parser.add_argument("--limit", type=int, default=None, help="the first N sequences only")
-    parser.add_argument("--gzip-encoding", choices=["bytes", "latin1-utf8"], default="bytes")
+def _kt_config() -> type:
+    from eval.kt.evaluate import KTEvalConfig
+
+    return KTEvalConfig
+
+
+def _run_options() -> type:
+    from kt_train.stages import RunOptions
+
+    return RunOptions
+
+
+def _baseline_config() -> type:
+    from eval.kt.baselines import BaselineConfig
+
+    return BaselineConfig
 
 
 def register_kt(commands: Any) -> None:
     """Add `kt eval kt` and `kt eval kt-baselines` to the `eval` group."""
-    from eval.kt.evaluate import KTEvalConfig
-    from kt_train.options import add_options
-    from kt_train.stages import RunOptions
+    from kt_train.options import add_options_later
 
     kt = commands.add_parser("kt", help="KT: check and score candidate programs (generated or given)")
-    add_options(kt, KTEvalConfig)
-    add_options(kt, RunOptions)
+    add_options_later(kt, _kt_config)
+    add_options_later(kt, _run_options)
     kt.set_defaults(handler=_kt_command)
 
     baselines = commands.add_parser("kt-baselines", help="KT: Repeat, Upper Bound, Gzip and LMiC on a set")
-    _common(baselines)
-    baselines.add_argument("--chunk-length", type=int, default=128, help="chunk length of the chunked Gzip figure")
-    baselines.add_argument("--lmic-items", type=int, default=0, help="sequences to code with LMiC (slow; 0: skip)")
-    baselines.add_argument("--lmic-model", default=None, help="LMiC's model (default: the embedded model)")
+    baselines.add_argument("--dataset", required=True, metavar="DIR", help="`kt dsl eval-set` or `kt kt-data` folder")
+    baselines.add_argument("--output", required=True, metavar="DIR", help="folder for baselines.json and .md")
+    baselines.add_argument("--limit", type=int, default=None, help="the first N sequences only (default: all)")
+    add_options_later(baselines, _baseline_config)
     baselines.set_defaults(handler=_baselines_command)
 
 

@@ -148,7 +148,12 @@ class RunFolder:
     def _take_over_shards(self) -> None:
         """Merge every shard's record files into the unsharded ones (a run without shards then makes only what no
         shard made, and rewrites each file in item order: the bytes of one unsharded run)."""
-        for name in self._recorded_names():
+        found = {
+            p.relative_to(self.output).as_posix().split(".shard-")[0]
+            for p in self.output.rglob("*.shard-*-of-*.jsonl")
+            if not p.name.endswith(".failures.jsonl")
+        }
+        for name in sorted(found | set(self._recorded_names())):
             sources = sorted(p for p in self.output.glob(f"{name}.shard-*-of-*.jsonl") if ".failures." not in p.name)
             if sources:
                 logger.info("taking over %d shard file(s) of %s in %s", len(sources), name, self.output)

@@ -160,3 +160,23 @@ def test_kill_9_at_random_points_then_resume_gives_the_same_bytes(tmp_path: Path
     assert (resumed / "records.jsonl").read_bytes() == (reference / "records.jsonl").read_bytes()
     ids = [r["id"] for r in read_jsonl(resumed / "records.jsonl")]
     assert ids == [f"item-{i:03d}" for i in range(120)]  # nothing lost, nothing doubled
+
+
+def test_shard_files_copied_together_from_several_hosts_are_merged(tmp_path: Path) -> None:
+    one = tmp_path / "one"
+    RunFolder(one, {"seed": 1}).run("part/records", ITEMS, lambda i: i, _make, 4, False)
+    merged = tmp_path / "merged"
+    for index in range(2):  # each host its own folder; only the shard record files are copied
+        host = tmp_path / f"host-{index}"
+        folder = RunFolder(host, {"seed": 1}, RunOptions(num_shards=2, shard_index=index))
+        folder.run("part/records", ITEMS, lambda i: i, _make, 4, False)
+        for path in host.rglob("*.shard-*.jsonl"):
+            target = merged / path.relative_to(host)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+
+    def refuse(batch: Sequence[str]) -> list[dict[str, Any]]:
+        raise AssertionError(f"made again: {batch}")
+
+    RunFolder(merged, {"seed": 1}).run("part/records", ITEMS, lambda i: i, refuse, 4, False)
+    assert (merged / "part" / "records.jsonl").read_bytes() == (one / "part" / "records.jsonl").read_bytes()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kt_train.stages import SettingsMismatch  # the one error of every run contract
+
 SETTINGS_FILE = "kt_run_settings.json"
 FINISHED_FILE = "train_results.json"
 RESULT_FILES = (FINISHED_FILE, "all_results.json", "trainer_state.json", SETTINGS_FILE)
@@ -35,10 +37,6 @@ IGNORED_KEYS = frozenset(
     }
 )  # fmt: skip
 IGNORED_PREFIXES = ("logging_", "save_", "hub_", "trackio_", "wandb_", "dataloader_", "eval_")
-
-
-class SettingsMismatch(ValueError):
-    """The output directory holds a run with other settings."""
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,12 @@ import json
 from pathlib import Path
 
 from kt_train.cli import fail
+from kt_train.options import add_options, options_from
 from kt_train.sandbox import SandboxConfig, SandboxUnavailable, explain, run_code
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        config = SandboxConfig(
-            timeout_s=args.timeout, memory_mb=args.memory_mb, allow_weak_isolation=args.allow_weak_isolation
-        )
-    except ValueError as exc:
-        return fail(str(exc))
+    config = options_from(SandboxConfig, args)
     if args.explain:
         try:
             print(explain(config))
@@ -46,22 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run",
         help="run a Python file; print the verdict as JSON (exit 0 for any verdict)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     run.add_argument("file", nargs="?", help="the Python file to run")
     run.add_argument(
-        "--timeout",
-        type=float,
-        default=SandboxConfig.timeout_s,
-        help="CPU-time limit in seconds (the wall-clock safety net is twice that, plus 1 s)",
-    )
-    run.add_argument("--memory-mb", type=int, default=SandboxConfig.memory_mb, help="memory limit in MiB")
-    run.add_argument(
         "--explain", action="store_true", help="print the isolation in force (namespaces, limits, what is visible)"
     )
-    run.add_argument(
-        "--allow-weak-isolation",
-        action="store_true",
-        help="where no private filesystem view can be made, run with process limits only instead of refusing",
-    )
+    add_options(run, SandboxConfig)
     run.set_defaults(handler=_run)

@@ -30,7 +30,8 @@ class SandboxConfig:
         default=5.0,
         metadata={
             "help": "CPU-time limit of a job in seconds (user + system time of its process and the children it "
-            "waited for): what decides `timeout`, whatever the machine's load"
+            "waited for): what decides `timeout`, whatever the machine's load",
+            "aliases": ["--timeout"],
         },
     )
     wall_timeout_s: float | None = field(

@@ -261,3 +261,27 @@ def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> Non
     assert all(count_failures(tmp_path / TRACES_FILE)[d] == 1 for d in decodes)
     collect()
     assert all(count_failures(tmp_path / TRACES_FILE)[d] == 2 for d in decodes)  # traced again, and failed again
+
+
+def test_kill_9_at_random_points_then_resume_gives_the_same_traces(
+    bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import time
+
+    kt = shutil.which("kt") or str(Path(sys.executable).with_name("kt"))
+    command = [kt, "traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--workers", "2"]
+    rng = random.Random(11)
+    kills = 0
+    while not (tmp_path / "done.json").exists():
+        process = subprocess.Popen([*command, "--quiet"], start_new_session=True, stdout=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 4.0))
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # the whole group: kt, its sandbox workers, their jobs
+            kills += 1
+        process.wait(timeout=120)
+        assert kills < 30
+    assert kills >= 1
+    assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
+    assert json.loads((tmp_path / "summary.json").read_text()) == collected[1]

@@ -276,12 +276,12 @@ def test_kill_9_at_random_points_then_resume_gives_the_same_traces(
     kills = 0
     while not (tmp_path / "done.json").exists():
         process = subprocess.Popen([*command, "--quiet"], start_new_session=True, stdout=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 4.0))
+        time.sleep(rng.uniform(3.0, 12.0))  # one collection: about 11 s here, two batches of 32 traces
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)  # the whole group: kt, its sandbox workers, their jobs
             kills += 1
         process.wait(timeout=120)
-        assert kills < 30
+        assert kills < 20
     assert kills >= 1
     assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
     assert json.loads((tmp_path / "summary.json").read_text()) == collected[1]

@@ -56,12 +56,6 @@ def _kt_config() -> type:
     return KTEvalConfig
 
 
-def _run_options() -> type:
-    from kt_train.stages import RunOptions
-
-    return RunOptions
-
-
 def _baseline_config() -> type:
     from eval.kt.baselines import BaselineConfig
 
@@ -71,10 +65,11 @@ def _baseline_config() -> type:
 def register_kt(commands: Any) -> None:
     """Add `kt eval kt` and `kt eval kt-baselines` to the `eval` group."""
     from kt_train.options import add_options_later
+    from kt_train.stages import RunOptions
 
     kt = commands.add_parser("kt", help="KT: check and score candidate programs (generated or given)")
     add_options_later(kt, _kt_config)
-    add_options_later(kt, _run_options)
+    add_options_later(kt, lambda: RunOptions)
     kt.set_defaults(handler=_kt_command)
 
     baselines = commands.add_parser("kt-baselines", help="KT: Repeat, Upper Bound, Gzip and LMiC on a set")

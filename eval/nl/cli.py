@@ -63,15 +63,10 @@ def _run_config() -> type:
     return NLRunConfig
 
 
-def _run_options() -> type:
-    from kt_train.stages import RunOptions
-
-    return RunOptions
-
-
 def register(subparsers: Any) -> None:
     """Add the `nl` command group."""
     from kt_train.options import add_options_later
+    from kt_train.stages import RunOptions
 
     group = subparsers.add_parser("nl", help="NL round trip: expression suite, fine-tuning data, N x N protocol")
     commands = group.add_subparsers(dest="nl_command", metavar="SUBCOMMAND", required=True)
@@ -89,7 +84,7 @@ def register(subparsers: Any) -> None:
 
     run = commands.add_parser("run", help="the round trip for every generator x extractor pair, with the report")
     add_options_later(run, _run_config)
-    add_options_later(run, _run_options, exclude=["retries", "num_shards", "shard_index"])
+    add_options_later(run, lambda: RunOptions, exclude=["retries", "num_shards", "shard_index"])
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(handler=_run_command)
 

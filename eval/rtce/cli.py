@@ -31,19 +31,16 @@ def _rtce_config() -> type:
     return RTCEEvalConfig
 
 
-def _run_options() -> type:
-    from kt_train.stages import RunOptions
-
-    return RunOptions
-
-
 def register_rtce(commands: Any) -> None:
     """Add `kt eval rtce` to the `eval` group."""
     from kt_train.options import add_options_later
+    from kt_train.stages import RunOptions
 
     rtce = commands.add_parser("rtce", help="RTCE: four tasks, EM / ES / Pass@k, round trips, report")
     add_options_later(rtce, _rtce_config)
-    add_options_later(rtce, _run_options, exclude=["retries"])  # the config's own --retries: per request and per rerun
+    add_options_later(
+        rtce, lambda: RunOptions, exclude=["retries"]
+    )  # the config's own --retries: per request and per rerun
     rtce.set_defaults(handler=_rtce_command)
 
 

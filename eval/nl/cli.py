@@ -36,7 +36,11 @@ def _run_command(args: argparse.Namespace) -> int:
     from kt_train.stages import RunOptions
 
     config = options_from(NLRunConfig, args)
-    summary = run_nl(config, progress=not args.quiet, options=options_from(RunOptions, args))
+    options = options_from(RunOptions, args)
+    summary = run_nl(config, progress=not args.quiet, options=options)
+    if options.sharded:
+        print(json.dumps(summary))
+        return 0
     matrix = summary.get("matrix") or {}
     headline = {"expressions": summary.get("n_expressions"), "round_trips": summary.get("n_rows")}
     headline |= {"mean_cell": matrix.get("mean_cell"), "q_G": matrix.get("q_G"), "q_E": matrix.get("q_E")}
@@ -84,7 +88,7 @@ def register(subparsers: Any) -> None:
 
     run = commands.add_parser("run", help="the round trip for every generator x extractor pair, with the report")
     add_options_later(run, _run_config)
-    add_options_later(run, lambda: RunOptions, exclude=["retries", "num_shards", "shard_index"])
+    add_options_later(run, lambda: RunOptions, exclude=["retries"])
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(handler=_run_command)
 

@@ -320,9 +320,9 @@ def run_nl(
     options: RunOptions | None = None,
 ) -> dict[str, Any]:
     """Run the protocol and write every artifact under `config.output`; returns the summary. A rerun with other
-    settings is refused unless `options.overwrite` (no shards: the matrix needs every pair in one place)."""
-    if options is not None and options.sharded:
-        raise ValueError("kt nl run takes no --num-shards")
+    settings is refused unless `options.overwrite`. With `options.num_shards` > 1 a run makes the word problems and
+    extractions of its share of the expressions only (its summary: counts); a run without shards then merges them,
+    judges every round trip and writes the matrix and report."""
     from eval.nl.report import log_report_to_wandb, write_report
 
     generators, extractors = config.participants()
@@ -346,9 +346,10 @@ def run_nl(
     def backend(participant: Participant) -> GenerationBackend:
         return factory(participant, config)
 
+    mine = folder.shard(rows)
     generations = {
         g.label: generate_word_problems(
-            g, rows, config, domain, functools.partial(backend, g), folder.path(f"generations/{_file_stem(g.label)}"),
+            g, mine, config, domain, functools.partial(backend, g), folder.path(f"generations/{_file_stem(g.label)}"),
             progress,
         )
         for g in generators
@@ -361,6 +362,11 @@ def run_nl(
         )
         for e in extractors
     }  # fmt: skip
+    if folder.options.sharded:
+        summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards,
+                   "expressions": len(mine), "word_problems": len(word_problems)}  # fmt: skip
+        folder.finish(summary)
+        return summary
     frame = build_results(rows, generations, extractions, domain, progress, config.judge_workers)
     tmp = output / (RESULTS_FILE + ".tmp")
     frame.to_parquet(tmp, index=False)
@@ -377,6 +383,7 @@ def run_nl(
             config.wandb_project,
             settings | {"generators": config.generators, "extractors": config.extractors},
         )
+    folder.finish({"rows": len(frame)})
     return summary
 
 

@@ -14,6 +14,7 @@ from dsl.expr.suite import SuiteConfig, build_suite, load_suite, write_suite
 from eval.nl.models import parse_participant, parser_extract
 from eval.nl.protocol import NLRunConfig, analysis_features, run_nl, select_expressions, without_shots
 from kt_train.cli import main as kt_main
+from kt_train.stages import RunOptions
 
 SMALL = {"k_max": 4, "d_max": 4, "instances": 2}
 
@@ -101,6 +102,24 @@ def test_a_resumed_run_ends_identical_and_other_settings_are_refused(suite_dir: 
     )
     with pytest.raises(ValueError, match="other settings"):
         run(suite_dir, second, ["procedural"], ["parser"], max_expressions=9, extractor_shots=0)
+
+
+def test_shards_merge_into_one_run(suite_dir: Path, tmp_path: Path) -> None:
+    participants = (["procedural", "sexpr"], ["parser"])
+    one, sharded = tmp_path / "one", tmp_path / "sharded"
+    run(suite_dir, one, *participants, max_expressions=9)
+    for index in (2, 0, 1):
+        config = NLRunConfig(str(suite_dir), str(sharded), *participants, max_expressions=9)
+        part = run_nl(config, progress=False, options=RunOptions(num_shards=3, shard_index=index))
+        assert part["expressions"] == 3 and part["word_problems"] == 6
+    assert not (sharded / "results.parquet").exists()
+    run(suite_dir, sharded, *participants, max_expressions=9)  # merges the shards, generates nothing
+    for name in ("generations/procedural.jsonl", "generations/sexpr.jsonl", "extractions/parser.jsonl"):
+        assert untimed(sharded / name) == untimed(one / name)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(one / "results.parquet"), pd.read_parquet(sharded / "results.parquet")
+    )
+    assert not list(sharded.rglob("*.shard-*"))
 
 
 def test_selection_spreads_over_cells_and_shots_stay_out(suite_dir: Path) -> None:

@@ -16,7 +16,7 @@ from trl import ModelConfig, TrlParser
 
 from kt_train.configs import SFTConfig
 from kt_train.logs import configure_logging, report_error, take_debug_flag
-from kt_train.models import ModelUnavailableError
+from kt_train.models import ModelUnavailableError, check_model_name
 from kt_train.training.data import DatasetUnavailableError
 
 USER_ERRORS = (ValueError, FileNotFoundError, DatasetUnavailableError, ModelUnavailableError)
@@ -68,6 +68,14 @@ def check_types(parsed: Sequence[Any]) -> None:
             raise ValueError(f"{item.name} must be {wanted}, not {type(value).__name__} {value!r:.40}")
 
 
+def check_models(parsed: Sequence[Any]) -> None:
+    """The model to train can be there (`kt_train.models.check_model_name`), before any data or model loads."""
+    for arguments in parsed:
+        name = getattr(arguments, "model_name_or_path", None)
+        if isinstance(name, str):
+            check_model_name(name)
+
+
 def launch(
     main: Callable[..., Any],
     script_arguments: type,
@@ -85,6 +93,7 @@ def launch(
         except yaml.YAMLError as exc:
             raise ValueError(f"the config is not valid YAML: {exc}") from exc
         check_types(parsed)
+        check_models(parsed)
         configure_logging(debug, _process_log_level(parsed))
         main(*parsed)
     except USER_ERRORS as exc:

@@ -144,6 +144,9 @@ BAD_VALUES = {  # config -> its one error line (was: a traceback, an error only 
     "output_dir: out\nlearning_rate: [1, 2]\n": "learning_rate must be int or float, not list",
     "output_dir: out\nmax_steps: many\n": "argument --max_steps/--max-steps: invalid int value: 'many'",
     "output_dir: out\nlora_r: eight\n": "invalid int value: 'eight'",
+    "output_dir: out\nevaluations: [kt]\n": r"evaluations: kt not available here \(this recipe runs: rtce\)",
+    "output_dir: out\nmodel_name_or_path: /no/such/model\n": "model '/no/such/model': no such folder",
+    "output_dir: out\nmodel_name_or_path: nobody/no-model\n": "'nobody/no-model' is not in the local hub cache",
 }
 
 

@@ -72,7 +72,8 @@ def run_resumable(
     failed_attempts = read_jsonl(failures_path(path))
     attempts = Counter(record["id"] for record in failed_attempts)
     write_jsonl(path, done.values())  # drops a torn last line before appending
-    write_jsonl(failures_path(path), failed_attempts)
+    if failed_attempts:
+        write_jsonl(failures_path(path), failed_attempts)
 
     def wanted(item: T) -> bool:
         record = done.get(key(item))
@@ -106,7 +107,7 @@ def run_resumable(
                 desc, len(failed), len(records), failed[0], retries + 1,
             )  # fmt: skip
     if not attempts:
-        failures_path(path).unlink()
+        failures_path(path).unlink(missing_ok=True)
     return records
 
 

@@ -125,6 +125,7 @@ class RunFolder:
     def __init__(self, output: str | Path, settings: Mapping[str, Any], options: RunOptions | None = None) -> None:
         self.output = Path(output)
         self.options = options or RunOptions()
+        self._names: list[str] | None = None
         self.settings = _normalized(settings)
         self.output.mkdir(parents=True, exist_ok=True)
         path = self.output / SETTINGS_FILE
@@ -162,8 +163,11 @@ class RunFolder:
             marker.unlink()
 
     def _recorded_names(self) -> list[str]:
-        path = self.output / RECORDS_FILE
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        """The record files this job made here (read from `record_files.json` once, then kept up to date)."""
+        if self._names is None:
+            path = self.output / RECORDS_FILE
+            self._names = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        return self._names
 
     def _clear(self, everything: bool) -> None:
         """Delete the record files and markers this job made (never other files of the folder): all of them, or
@@ -188,11 +192,11 @@ class RunFolder:
 
     def path(self, name: str) -> Path:
         """The record file `name` (e.g. "traces", "generations/base") of this run or shard, noted as the job's."""
-        names = self._recorded_names()
-        if name not in names:
+        if name not in self._recorded_names():
+            self._names = sorted({*self._recorded_names(), name})
             manifest = self.output / RECORDS_FILE
             tmp = manifest.with_name(f"{manifest.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(sorted({*names, name}), indent=1) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(self._names, indent=1) + "\n", encoding="utf-8")
             os.replace(tmp, manifest)
         path = self.output / f"{name}{self.options.suffix}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -231,15 +235,6 @@ class RunFolder:
         tmp = self._done.with_name(self._done.name + ".tmp")
         tmp.write_text(json.dumps(dict(summary or {}), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self._done)
-
-    def describe(self) -> str:
-        """One line for the user: what a sharded run made and how to merge."""
-        if not self.options.sharded:
-            return f"done: {self.output}"
-        return (
-            f"shard {self.options.shard_index} of {self.options.num_shards} done in {self.output}; once every shard "
-            "is done, run the same command without --num-shards/--shard-index in a folder holding all shard files"
-        )
 
 
 __all__ = [

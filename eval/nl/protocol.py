@@ -334,8 +334,6 @@ def run_nl(
         raise ValueError(f"kt nl run evaluates the {' and '.join(DOMAINS)} suites, not {domain!r}")
     rows = select_expressions(without_shots(suite, domain), config.max_expressions, config.seed)
     output = Path(config.output)
-    (output / "generations").mkdir(parents=True, exist_ok=True)
-    (output / "extractions").mkdir(parents=True, exist_ok=True)
     free = {"output", "generators", "extractors", "wandb_project", "panels", "backend", "batch_size", "judge_workers"}
     settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}

@@ -284,6 +284,7 @@ SECTIONS = {
     "kt_baselines": "KT baselines on the 1 MB synthetic set",
     "kt_lmic": "KT LMiC coder",
     "nl": "NL round trip: suite, oracle, guard, protocol",
+    "rtce_release": "RTCE: the release's verdicts and Table 3 (QwQ-32B)",
 }
 
 

@@ -85,9 +85,10 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
     return text[: min(ends)] if ends else text
 
 
-def chat_messages(prompt: str) -> list[dict[str, str]]:
-    """A prompt as a single-user-message conversation."""
-    return [{"role": "user", "content": prompt}]
+def chat_messages(prompt: str, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """A prompt as a one-user-message conversation, after the system message when one is given."""
+    system = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+    return [*system, {"role": "user", "content": prompt}]
 
 
 def shape_results(
@@ -115,8 +116,10 @@ class TransformersBackend:
         batch_size: int = 4,
         apply_chat_template: bool = True,
         chat_template_kwargs: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
     ) -> None:
         self.model = model
+        self.system_prompt = system_prompt
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(model.name_or_path)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -128,7 +131,10 @@ class TransformersBackend:
         if not self.apply_chat_template:
             return prompt
         return self.tokenizer.apply_chat_template(
-            chat_messages(prompt), tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+            chat_messages(prompt, self.system_prompt),
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.chat_template_kwargs,
         )
 
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
@@ -194,8 +200,10 @@ class VLLMBackend:
         apply_chat_template: bool = True,
         adapter: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
         **llm_kwargs: Any,
     ) -> None:
+        self.system_prompt = system_prompt
         self._vllm = _import_vllm()
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         if adapter is not None:
@@ -222,7 +230,7 @@ class VLLMBackend:
             include_stop_str_in_output=True,
         )
         if self.apply_chat_template:
-            conversations = [chat_messages(prompts[i]) for i in kept]
+            conversations = [chat_messages(prompts[i], self.system_prompt) for i in kept]
             results = self.llm.chat(
                 conversations,
                 params,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,15 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from tracegen.inputs import InputItem, generate_inputs
-from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode
+from tracegen.prompts import PromptStyle
+from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode, system_message
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"
 PARQUET_FILE = "train-00000-of-00001.parquet"
 HF_COLUMNS = ("id", "item_id", "family", "category", "algorithm", "task", "prompt", "answer_json", "roundtrip_ok")
+HF_COLUMNS += ("label_exact",)
+BOOL_COLUMNS = ("roundtrip_ok", "label_exact")
 CARD = """---
 configs:
 - config_name: default
@@ -31,9 +34,11 @@ configs:
 Prompts for the four RTCE prediction tasks (O/P Pred, O/P Pred-I, I/P Pred, I/P Pred-I) over LZW, arithmetic
 encoding, RLE and Huffman coding. One row per (input, algorithm, task); `answer_json` is the reference value of
 `{{"output": <value>}}` as JSON. Rows with `roundtrip_ok = false` come from inputs where decoding the encoding does
-not give the input back (float arithmetic coding); their inversion labels are not exact.
+not give the input back (float arithmetic coding); rows with `label_exact = false` have a label the shown code does
+not return (the release's: x for I/P Pred, enc(x) for O/P Pred-I). Prompts in the `{style}` style; send them with the
+system message `{system}`.
 
-Seed {seed}, {num_items} inputs, {num_rows} rows.
+Inputs: {source}, {num_items} inputs, {num_rows} rows.
 """
 
 
@@ -49,12 +54,13 @@ def roundtrips(algorithm: Algorithm, text: str) -> bool:
     return safe_decode(algorithm, algorithm.encode(text), algorithm.freq(text)) == text
 
 
-def algorithm_entry(algorithm: Algorithm, text: str) -> dict[str, Any]:
+def algorithm_entry(algorithm: Algorithm, text: str, style: PromptStyle = "paper") -> dict[str, Any]:
     """freq, z, roundtrip_ok and the four task records of one input under one algorithm."""
     tasks = {}
     for task in TASKS:
-        record = make_task(algorithm, task, text)
+        record = make_task(algorithm, task, text, style)
         tasks[task.value] = {"prompt": record.prompt, "answer": record.answer, "answer_json": record.answer_json}
+        tasks[task.value]["label_exact"] = record.label_exact
     return {
         "freq": algorithm.freq(text),
         "z": algorithm.to_json(algorithm.encode(text)),
@@ -63,7 +69,7 @@ def algorithm_entry(algorithm: Algorithm, text: str) -> dict[str, Any]:
     }
 
 
-def corpus_entry(item: InputItem, algorithms: Mapping[str, Algorithm]) -> dict[str, Any]:
+def corpus_entry(item: InputItem, algorithms: Mapping[str, Algorithm], style: PromptStyle = "paper") -> dict[str, Any]:
     """One item of the unified corpus."""
     return {
         "id": item.id,
@@ -72,7 +78,7 @@ def corpus_entry(item: InputItem, algorithms: Mapping[str, Algorithm]) -> dict[s
         "input": item.text,
         "length": len(item.text),
         "metadata": item.metadata,
-        "algorithms": {name: algorithm_entry(alg, item.text) for name, alg in algorithms.items()},
+        "algorithms": {name: algorithm_entry(alg, item.text, style) for name, alg in algorithms.items()},
     }
 
 
@@ -82,7 +88,7 @@ def hf_rows(entry: dict[str, Any]) -> list[dict[str, Any]]:
     for name, per_alg in entry["algorithms"].items():
         for task, record in per_alg["tasks"].items():
             values = (f"{entry['id']}/{name}/{task}", entry["id"], entry["family"], entry["category"], name, task)
-            values += (record["prompt"], record["answer_json"], per_alg["roundtrip_ok"])
+            values += (record["prompt"], record["answer_json"], per_alg["roundtrip_ok"], record["label_exact"])
             rows.append(dict(zip(HF_COLUMNS, values, strict=True)))
     return rows
 
@@ -108,31 +114,42 @@ def write_raw(output: Path, corpus: list[dict[str, Any]], names: list[str]) -> N
         _write_text(output / "raw" / f"{name}.jsonl", "\n".join(lines) + "\n")
 
 
-def write_hf(output: Path, corpus: list[dict[str, Any]], seed: int) -> int:
+def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: PromptStyle) -> int:
     """hf/data/*.parquet and a README card whose `configs:` header makes it loadable offline; returns the row count."""
     rows = [row for entry in corpus for row in hf_rows(entry)]
-    schema = pa.schema([(col, pa.bool_() if col == "roundtrip_ok" else pa.string()) for col in HF_COLUMNS])
+    schema = pa.schema([(col, pa.bool_() if col in BOOL_COLUMNS else pa.string()) for col in HF_COLUMNS])
     table = pa.Table.from_pylist(rows, schema=schema)
     data_dir = output / "hf" / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     for stale in data_dir.glob("*.parquet"):
         stale.unlink()
     pq.write_table(table, data_dir / PARQUET_FILE)
-    _write_text(output / "hf" / "README.md", CARD.format(seed=seed, num_items=len(corpus), num_rows=len(rows)))
+    card = CARD.format(
+        source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=system_message(style)
+    )
+    _write_text(output / "hf" / "README.md", card)
     return len(rows)
 
 
-def summarize(corpus: list[dict[str, Any]], names: list[str], seed: int, num_rows: int) -> dict[str, Any]:
-    """Counts per family, category and algorithm, and round-trip failures per algorithm."""
+def summarize(
+    corpus: list[dict[str, Any]], names: list[str], settings: dict[str, Any], num_rows: int
+) -> dict[str, Any]:
+    """The build settings; counts per family, category and algorithm; round-trip failures and, per algorithm and
+    task, the prompts whose label the shown code does not return."""
     failures = {name: sum(not e["algorithms"][name]["roundtrip_ok"] for e in corpus) for name in names}
-    return {
-        "seed": seed,
+    inexact = {
+        name: {t.value: sum(not e["algorithms"][name]["tasks"][t.value]["label_exact"] for e in corpus) for t in TASKS}
+        for name in names
+    }
+    return settings | {
+        "system_prompt": system_message(settings["prompt_style"]),
         "num_items": len(corpus),
         "num_rows": num_rows,
         "families": dict(sorted(Counter(e["family"] for e in corpus).items())),
         "categories": dict(sorted(Counter(e["category"] for e in corpus).items())),
         "algorithms": {name: len(corpus) for name in names},
         "roundtrip_failures": failures,
+        "inexact_labels": inexact,
     }
 
 
@@ -143,22 +160,47 @@ def build_benchmark(
     *,
     algorithms: Mapping[str, Algorithm] | None = None,
     progress: bool = True,
+    style: PromptStyle = "paper",
+    release_dir: Path | str | None = None,
+    families: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Write rtce.json, raw/<algorithm>.jsonl, hf/ and summary.json under `output`; return the summary.
 
+    Inputs are generated (`seed`, `num_inputs`, optionally only `families`) or, with `release_dir`, the paper's
+    released inputs in their order (`tracegen.release`; refused where our encoders do not reproduce its outputs).
     Byte-identical output for identical arguments (no timestamps; every dict is built in a fixed order).
     """
     output = Path(output)
     algorithms = default_algorithms() if algorithms is None else algorithms
     names = list(algorithms)
-    items = generate_inputs(seed=seed, num_inputs=num_inputs)
-    corpus = [corpus_entry(item, algorithms) for item in tqdm(items, desc="RTCE items", disable=not progress)]
+    settings: dict[str, Any] = {"prompt_style": style}
+    if release_dir is not None:
+        items = release_items(Path(release_dir), algorithms)
+        settings |= {"source": "release", "seed": None}
+        source = f"the paper's released inputs ({Path(release_dir).name})"
+    else:
+        items = generate_inputs(seed=seed, num_inputs=num_inputs, families=families)
+        settings |= {"source": "generated", "seed": seed, "families": sorted({i.family for i in items})}
+        source = f"generated, seed {seed}"
+    corpus = [corpus_entry(item, algorithms, style) for item in tqdm(items, desc="RTCE items", disable=not progress)]
     _write_text(output / CORPUS_FILE, json.dumps(corpus, ensure_ascii=False, indent=1) + "\n")
     write_raw(output, corpus, names)
-    num_rows = write_hf(output, corpus, seed)
-    summary = summarize(corpus, names, seed, num_rows)
+    num_rows = write_hf(output, corpus, source, style)
+    summary = summarize(corpus, names, settings, num_rows)
     _write_text(output / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def release_items(release_dir: Path, algorithms: Mapping[str, Algorithm]) -> list[InputItem]:
+    """The release's inputs, refused (ValueError) where an algorithm of ours does not reproduce its outputs."""
+    from tracegen.release import check_release_outputs, release_inputs
+
+    items = release_inputs(release_dir)
+    bad = {name: idx for name, idx in check_release_outputs(release_dir, dict(algorithms)).items() if idx}
+    if bad:
+        where = "; ".join(f"{name}: {len(idx)} inputs (first {idx[0]})" for name, idx in bad.items())
+        raise ValueError(f"our encoders do not reproduce the release's outputs ({where})")
+    return items
 
 
 def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
@@ -169,4 +211,20 @@ def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
     return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
 
 
-__all__ = ["CORPUS_FILE", "HF_COLUMNS", "build_benchmark", "corpus_entry", "hf_rows", "load_corpus", "roundtrips"]
+def load_summary(benchmark_dir: Path | str) -> dict[str, Any]:
+    """The build summary of a benchmark folder ({} for a folder built before summaries named their prompt style)."""
+    path = Path(benchmark_dir) / SUMMARY_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+__all__ = [
+    "CORPUS_FILE",
+    "HF_COLUMNS",
+    "SUMMARY_FILE",
+    "build_benchmark",
+    "corpus_entry",
+    "hf_rows",
+    "load_corpus",
+    "load_summary",
+    "roundtrips",
+]

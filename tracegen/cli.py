@@ -9,6 +9,8 @@ from typing import Any
 
 from kt_train.cli import fail
 from tracegen.algorithms import ALGORITHMS, get_algorithm
+from tracegen.inputs import FAMILIES
+from tracegen.prompts import PROMPT_STYLES
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -35,7 +37,14 @@ def _decode(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from tracegen.benchmark import build_benchmark
 
-    summary = build_benchmark(output=Path(args.output), seed=args.seed, num_inputs=args.num_inputs)
+    summary = build_benchmark(
+        output=Path(args.output),
+        seed=args.seed,
+        num_inputs=args.num_inputs,
+        style=args.prompt_style,
+        release_dir=args.release_dir,
+        families=args.families,
+    )
     print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
     return 0
 
@@ -73,4 +82,20 @@ def register(subparsers: Any) -> None:
     build.add_argument("--output", required=True, metavar="DIR")
     build.add_argument("--seed", type=int, default=42)
     build.add_argument("--num-inputs", type=int, default=250)
+    build.add_argument(
+        "--release-dir",
+        metavar="DIR",
+        help="the paper's released inputs instead: a checkout of Nickil21/round-trip-code-compression "
+        "(or a folder of its four <algorithm>/data.json); --seed, --num-inputs and --families do not apply",
+    )
+    build.add_argument(
+        "--families", nargs="+", metavar="FAMILY", help=f"generate only these families (of {', '.join(FAMILIES)})"
+    )
+    build.add_argument(
+        "--prompt-style",
+        choices=PROMPT_STYLES,
+        default="paper",
+        help="paper: one generic worked example and the release's system message (default); release-blind: the "
+        "release's blinded variant; demo: a worked example of the same algorithm and task",
+    )
     build.set_defaults(handler=_guarded(_build))

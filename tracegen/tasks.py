@@ -1,8 +1,14 @@
 """The four RTCE prediction tasks and round-trip chains: prompts (Appendix F style) with their reference answers.
 
 O/P Pred (x, encoder -> z), O/P Pred-I (x, decoder -> z, by inverting the decoder), I/P Pred (z, decoder -> x) and
-I/P Pred-I (z, encoder -> x, by inverting the encoder). Every prompt holds an instruction, the `main_solution` source,
-one worked example for the same algorithm and the query, and asks for `[ANSWER]{"output": <value>}[/ANSWER]`.
+I/P Pred-I (z, encoder -> x, by inverting the encoder). Every prompt asks for `[ANSWER]{"output": <value>}[/ANSWER]`.
+The default style, `paper`, frames it as the paper and its release do (`tracegen.prompts`: one generic worked
+example); `demo` holds an instruction, the `main_solution` source, one worked example for the same algorithm and task
+and the query.
+
+Labels are what the shown code returns. Where it returns nothing (the float AE decoder runs past the text on most
+long inputs, Listing 4), the label is the release's (x for I/P Pred, enc(x) for O/P Pred-I) and the record is marked
+`label_exact = False`, never dropped.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
+
+from tracegen.prompts import SYSTEM_MESSAGE, PromptStyle, paper_prompt
 
 
 class Algorithm(Protocol):
@@ -25,6 +33,7 @@ class Algorithm(Protocol):
     def encoder_source(self, freq: dict[str, int] | None = None) -> str: ...
     def decoder_source(self, freq: dict[str, int] | None = None) -> str: ...
     def to_json(self, z: Any) -> Any: ...
+    def from_json(self, value: Any) -> Any: ...
 
 
 class Task(StrEnum):
@@ -104,7 +113,8 @@ ROUNDTRIP_FORMAT = (
 
 @dataclass(frozen=True)
 class TaskRecord:
-    """One prompt with its reference answer (JSON-able) and the answer's canonical JSON text."""
+    """One prompt with its reference answer (JSON-able), the answer's canonical JSON text and whether the shown code
+    gives that answer (`label_exact`; False: the release's label, the shown code returns nothing)."""
 
     task: str
     algorithm: str
@@ -112,6 +122,7 @@ class TaskRecord:
     prompt: str
     answer: Any
     answer_json: str
+    label_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,6 +132,7 @@ class TaskRecord:
             "prompt": self.prompt,
             "answer": self.answer,
             "answer_json": self.answer_json,
+            "label_exact": self.label_exact,
         }
 
 
@@ -157,8 +169,34 @@ def source_for(algorithm: Algorithm, task: Task, freq: dict[str, int] | None) ->
     return algorithm.encoder_source(freq) if task.shows_encoder else algorithm.decoder_source(freq)
 
 
-def task_prompt(algorithm: Algorithm, task: Task, given_json: Any, freq: dict[str, int] | None) -> str:
+def system_message(style: PromptStyle) -> str | None:
+    """The system message that goes with prompts of `style` (None: the user prompt alone)."""
+    return None if style == "demo" else SYSTEM_MESSAGE
+
+
+def python_value(algorithm: Algorithm, task: Task, given_json: Any) -> Any:
+    """The given value as the listing takes or returns it (RLE tuples, the Huffman triple); JSON as is if invalid."""
+    if task.predicts_z:
+        return given_json
+    try:
+        return algorithm.from_json(given_json)
+    except (ValueError, TypeError):
+        return given_json
+
+
+def task_prompt(
+    algorithm: Algorithm, task: Task, given_json: Any, freq: dict[str, int] | None, style: PromptStyle = "paper"
+) -> str:
     """The full prompt for showing `given_json` (x for output tasks, JSON z for input tasks) to a model."""
+    if style != "demo":
+        return paper_prompt(
+            algorithm.name,
+            shows_encoder=task.shows_encoder,
+            inversion=task in (Task.OUTPUT_PRED_INV, Task.INPUT_PRED_INV),
+            given=python_value(algorithm, task, given_json),
+            source=source_for(algorithm, task, freq),
+            blind=style == "release-blind",
+        )
     example = worked_example(algorithm, task)
     parts = [
         INSTRUCTIONS[task],
@@ -222,18 +260,25 @@ def roundtrip_prompt(algorithm: Algorithm, x: str, freq: dict[str, int] | None) 
     return "\n\n".join(parts) + "\n"
 
 
-def make_task(algorithm: Algorithm, task: Task | str, x: str) -> TaskRecord:
-    """The task record for input string `x` (z, FREQ_DICT and the answer are computed from `x`)."""
+def make_task(algorithm: Algorithm, task: Task | str, x: str, style: PromptStyle = "paper") -> TaskRecord:
+    """The task record for input string `x` (z, FREQ_DICT and the answer are computed from `x`).
+
+    O/P Pred and I/P Pred-I are exact by construction (enc(x) = z). I/P Pred is labelled with dec(z) where the
+    decoder returns, else x; O/P Pred-I with z, exact where dec(z) = x.
+    """
     task = Task(task)
     freq = algorithm.freq(x)
     z = algorithm.encode(x)
     z_json = algorithm.to_json(z)
+    decoded = None if task in (Task.OUTPUT_PRED, Task.INPUT_PRED_INV) else safe_decode(algorithm, z, freq)
     if task.predicts_z:
         given, answer = x, z_json
+        exact = task is Task.OUTPUT_PRED or decoded == x
     else:
         given = z_json
-        answer = x if task is Task.INPUT_PRED_INV else safe_decode(algorithm, z, freq)
-    return _record(algorithm, task, given, answer, freq)
+        answer = decoded if task is Task.INPUT_PRED and decoded is not None else x
+        exact = task is Task.INPUT_PRED_INV or decoded is not None
+    return _record(algorithm, task, given, answer, freq, style, exact)
 
 
 def safe_decode(algorithm: Algorithm, z: Any, freq: dict[str, int] | None) -> str | None:
@@ -244,14 +289,22 @@ def safe_decode(algorithm: Algorithm, z: Any, freq: dict[str, int] | None) -> st
         return None
 
 
-def make_tasks(algorithm: Algorithm, x: str) -> list[TaskRecord]:
+def make_tasks(algorithm: Algorithm, x: str, style: PromptStyle = "paper") -> list[TaskRecord]:
     """All four task records for `x`, in TASKS order."""
-    return [make_task(algorithm, task, x) for task in TASKS]
+    return [make_task(algorithm, task, x, style) for task in TASKS]
 
 
-def _record(algorithm: Algorithm, task: Task, given: Any, answer: Any, freq: dict[str, int] | None) -> TaskRecord:
-    prompt = task_prompt(algorithm, task, given, freq)
-    return TaskRecord(task.value, algorithm.name, given, prompt, answer, dumps(answer))
+def _record(
+    algorithm: Algorithm,
+    task: Task,
+    given: Any,
+    answer: Any,
+    freq: dict[str, int] | None,
+    style: PromptStyle = "demo",
+    exact: bool = True,
+) -> TaskRecord:
+    prompt = task_prompt(algorithm, task, given, freq, style)
+    return TaskRecord(task.value, algorithm.name, given, prompt, answer, dumps(answer), exact)
 
 
 def build_chain(algorithm: Algorithm, x: str, steps: int, *, inverted: bool = False) -> list[ChainStep]:
@@ -292,8 +345,10 @@ __all__ = [
     "dumps",
     "make_task",
     "make_tasks",
+    "python_value",
     "roundtrip_prompt",
     "safe_decode",
+    "system_message",
     "task_prompt",
     "type_name",
     "worked_example",

@@ -25,14 +25,16 @@ from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown, run
 from eval.rtce.repair import repair_rows, with_repairs
 from eval.rtce.report import log_to_wandb, write_report
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
-from eval.rtce.scoring import score_completions
+from eval.rtce.scoring import SCORING_MODES, ReleaseContext, Scoring, score_completions
 from kt_train.generation import GenerationBackend, SamplingConfig
 from kt_train.records import write_jsonl
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
+from tracegen.benchmark import load_summary
+from tracegen.tasks import Task
 
 SCORED_FILE = "scored.jsonl"
 BASE = "base"
-VERSION = 2
+VERSION = 3
 """The code version of the evaluation's output (part of its settings): raised when rows change meaning."""
 
 
@@ -75,6 +77,14 @@ class RTCEEvalConfig:
     max_new_tokens: int = field(default=16384, metadata={"help": "tokens per completion (the paper: 16,384)"})
     seed: int = field(default=42, metadata={"help": "sampling seed"})
     backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
+    scoring: Scoring = field(
+        default="strict",
+        metadata={
+            "help": "the EM behind the headline tables: strict (the paper's text: case-folded strings, JSON answers) "
+            "or release (the public release's scorer and its leniencies); the report shows both",
+            "choices": SCORING_MODES,
+        },
+    )
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
     adapter_scope: Literal["own", "all"] = field(
         default="own",
@@ -136,9 +146,10 @@ BackendFactory = Callable[[ModelSpec, RTCEEvalConfig], GenerationBackend]
 def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBackend:
     from kt_train.generation import get_backend
 
+    system_prompt = load_summary(config.benchmark).get("system_prompt")  # the benchmark's prompt style's
     if config.backend == "vllm":
-        return get_backend("vllm", spec.model, adapter=spec.adapter, seed=config.seed)
-    return get_backend("transformers", spec.model, adapter=spec.adapter, dtype="float32")
+        return get_backend("vllm", spec.model, adapter=spec.adapter, seed=config.seed, system_prompt=system_prompt)
+    return get_backend("transformers", spec.model, adapter=spec.adapter, dtype="float32", system_prompt=system_prompt)
 
 
 def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
@@ -156,16 +167,20 @@ def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[
     return rows
 
 
-def score_rows(rows: Sequence[dict[str, Any]], items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
-    """Completion rows with their item's metadata and scores (the report's input)."""
+def score_rows(
+    rows: Sequence[dict[str, Any]], items: dict[str, RTCEItem], scoring: Scoring = "strict"
+) -> list[dict[str, Any]]:
+    """Completion rows with their item's metadata and scores under both scoring modes (the report's input)."""
     scored = []
     for row in rows:
         item = items[row["item"]]
         meta = {"key": row["id"], "id": item.id, "item_id": item.item_id, "algorithm": item.algorithm}
         meta |= {"task": item.task, "family": item.family, "category": item.category}
-        meta |= {"input_length": item.input_length, "answer": item.answer}
+        meta |= {"input_length": item.input_length, "answer": item.answer, "label_exact": item.label_exact}
         rest = {k: v for k, v in row.items() if k != "id"}
-        scored.append(meta | rest | score_completions(row["completions"] or [], item.answer))
+        context = ReleaseContext(item.algorithm, Task(item.task).predicts_z, item.x)
+        scores = score_completions(row["completions"] or [], item.answer, scoring=scoring, context=context)
+        scored.append(meta | rest | scores)
     return scored
 
 
@@ -197,7 +212,7 @@ def run_rtce_eval(
     output = folder.output
     items = {item.id: item for item in selected}
     if config.predictions is not None:
-        scored = score_rows(read_predictions(config.predictions, items), items)
+        scored = score_rows(read_predictions(config.predictions, items), items, config.scoring)
         roundtrips: list[dict[str, Any]] = []
         reflections: list[dict[str, Any]] = []
     else:
@@ -214,7 +229,7 @@ def run_rtce_eval(
                 rows = with_repairs(
                     rows, repair_rows(rows, backend, sampling, path, None, config.batch_size, progress)
                 )
-            model_scored = score_rows(rows, items)
+            model_scored = score_rows(rows, items, config.scoring)
             scored += model_scored
             if config.roundtrip:
                 cases = roundtrip_cases(model_scored, items)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracegen.benchmark import load_corpus
+from tracegen.benchmark import load_corpus, load_summary
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import TASKS
 
@@ -30,6 +30,8 @@ class RTCEItem:
     input_length: int
     x: str  # the input string (the round trip must give it back)
     freq: dict[str, int] | None  # the frequency table shown with AE / Huffman code
+    label_exact: bool = True  # False: the shown code does not return the label (float AE decoding; the release's)
+    prompt_style: str = "demo"  # how the benchmark framed its prompts (`tracegen.prompts`); follow-up prompts too
 
 
 def load_items(
@@ -39,18 +41,17 @@ def load_items(
     ids: Path | str | Sequence[str] | None = None,
     limit: int | None = None,
 ) -> list[RTCEItem]:
-    """Items of the first `limit` inputs (of `ids`, or all) per algorithm, every task; inputs whose float arithmetic
-    coding does not round-trip are skipped (their label is unsure)."""
+    """Items of the first `limit` inputs (of `ids`, or all) per algorithm, every task. Every input is kept: where
+    float arithmetic coding does not round-trip, the item is marked `label_exact = False` (and reported)."""
     unknown = sorted(set(algorithms) - set(ALGORITHM_NAMES)) + sorted(set(tasks) - set(TASK_NAMES))
     if unknown:
         raise ValueError(f"unknown algorithm(s) or task(s): {', '.join(unknown)}")
     wanted = load_eval_ids(ids) if ids is not None else None
     corpus = load_corpus(benchmark_dir)
+    style = load_summary(benchmark_dir).get("prompt_style", "demo")
     items = []
     for algorithm in algorithms:
-        chosen = [
-            e for e in corpus if (wanted is None or e["id"] in wanted) and e["algorithms"][algorithm]["roundtrip_ok"]
-        ]
+        chosen = [e for e in corpus if wanted is None or e["id"] in wanted]
         for entry in chosen[:limit]:
             per_algorithm = entry["algorithms"][algorithm]
             for task in tasks:
@@ -68,6 +69,8 @@ def load_items(
                         input_length=entry["length"],
                         x=entry["input"],
                         freq=per_algorithm["freq"],
+                        label_exact=record.get("label_exact", per_algorithm["roundtrip_ok"]),
+                        prompt_style=style,
                     )
                 )
     return items

@@ -145,9 +145,22 @@ def aggregate(rows: Iterable[Row]) -> list[dict[str, Any]]:
                 "pass@1": _mean([float(r["pass@1"]) for r in group]),
                 "pass@5": _mean([float(r["pass@5"]) for r in group if r.get("pass@5") is not None]),
                 "any@5": _mean([float(r["any@5"]) for r in group if r.get("any@5") is not None]),
+                "inexact_labels": sum(not r.get("label_exact", True) for r in group),
             }
+            | _mode_figures(group)
         )
     return _sorted(records)
+
+
+def _mode_figures(group: Sequence[Row]) -> dict[str, float | None]:
+    """EM and pass@5 of each scoring mode the rows were scored with (`eval.rtce.scoring`)."""
+    figures: dict[str, float | None] = {}
+    for mode in ("strict", "release"):
+        if all(f"em_{mode}" in r for r in group):
+            figures[f"em_{mode}"] = _mean([float(x) for r in group for x in r[f"em_{mode}"]])
+            passes = [float(r[f"pass@5_{mode}"]) for r in group if r.get(f"pass@5_{mode}") is not None]
+            figures[f"pass@5_{mode}"] = _mean(passes)
+    return figures
 
 
 def roundtrip_summary(records: Iterable[Row]) -> list[dict[str, Any]]:
@@ -317,6 +330,22 @@ def table4_markdown(aggregated: Sequence[Row], metric: str = "pass@5") -> str:
     return "\n".join(_table(header, body, 3 if with_adapter else 2)) + "\n"
 
 
+def scoring_markdown(aggregated: Sequence[Row]) -> str:
+    """EM and P@5 (%) under both scoring modes, and the prompts whose label the shown code does not return."""
+    if not aggregated or not all("em_release" in r for r in aggregated):
+        return "Only one scoring mode in these rows.\n"
+    temps = several_temperatures(aggregated)
+    header = ["Model", *(["T"] if temps else []), "Alg.", "Task", "prompts", "inexact labels"]
+    header += ["EM strict", "EM release", "P@5 strict", "P@5 release"]
+    body = []
+    for r in aggregated:
+        lead = [r["model"], *([f"{r['temperature']:g}"] if temps else []), algorithm_label(r["algorithm"])]
+        counts = [task_label(r["task"]), str(r["n_items"]), str(r["inexact_labels"])]
+        figures = [r["em_strict"], r["em_release"], r["pass@5_strict"], r["pass@5_release"]]
+        body.append([*lead, *counts, *map(_pct, figures)])
+    return "\n".join(_table(header, body, 4 if temps else 3)) + "\n"
+
+
 def roundtrip_markdown(summary: Sequence[Row]) -> str:
     """Round-trip counts per model (and temperature) x algorithm."""
     if not summary:
@@ -383,6 +412,10 @@ def report_markdown(summary: Mapping[str, Any]) -> str:
         "## Table 3: EM, ES and Pass@5 per task (%)\n\nAverage: the mean of the metrics shown in its row; "
         "`-`: no data (P@5 needs n >= 5).\n\n" + table3_markdown(aggregated),
         f"## Table 4: {metric} per task and temperature (%)\n\n" + table4_markdown(aggregated, metric),
+        f"## Scoring modes (headline: {summary['settings'].get('scoring', 'strict')})\n\nstrict: the paper's text "
+        "(JSON answers, case-folded strings); release: the public release's scorer and its leniencies. Inexact "
+        "labels: prompts whose label the shown code does not return (float AE decoding), scored against the "
+        "release's label.\n\n" + scoring_markdown(aggregated),
         "## Round trips (inputs counted)\n\nO/P Pred on x and I/P Pred on the true z, each scored on its own "
         "(first completion); round trip: the model, given its own encoding of x, answers x. `both, round trip "
         "fails`: both directions right, round trip wrong.\n\n" + roundtrip_markdown(summary["roundtrip"]),

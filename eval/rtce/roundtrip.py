@@ -25,7 +25,7 @@ from tracegen.tasks import Task, task_prompt
 
 def roundtrip_prompt(item: RTCEItem, z_hat: Any) -> str:
     """The I/P Pred prompt of `item`'s input and algorithm, showing the model's own encoding `z_hat`."""
-    return task_prompt(get_algorithm(item.algorithm), Task.INPUT_PRED, z_hat, item.freq)
+    return task_prompt(get_algorithm(item.algorithm), Task.INPUT_PRED, z_hat, item.freq, item.prompt_style)
 
 
 def roundtrip_cases(scored: Sequence[Mapping[str, Any]], items: Mapping[str, RTCEItem]) -> list[dict[str, Any]]:

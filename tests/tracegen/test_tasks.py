@@ -69,7 +69,7 @@ def test_task_names() -> None:
 def test_prompt_structure_fake() -> None:
     x = "hello"
     freq = FAKE.freq(x)
-    for record in make_tasks(FAKE, x):
+    for record in make_tasks(FAKE, x, "demo"):
         task = Task(record.task)
         source = FAKE.encoder_source(freq) if task.shows_encoder else FAKE.decoder_source(freq)
         assert source.rstrip() in record.prompt
@@ -83,7 +83,7 @@ def test_prompt_structure_fake() -> None:
 
 
 def test_answers_fake() -> None:
-    records = {r.task: r for r in make_tasks(FAKE, "abc")}
+    records = {r.task: r for r in make_tasks(FAKE, "abc", "demo")}
     assert records["output_pred"].answer == records["output_pred_inv"].answer == [99, 98, 97]
     assert records["input_pred"].answer == records["input_pred_inv"].answer == "abc"
     assert records["input_pred"].given == [99, 98, 97]
@@ -100,7 +100,7 @@ def test_type_name() -> None:
 
 
 def test_task_prompt_accepts_any_given() -> None:
-    prompt = task_prompt(FAKE, Task.INPUT_PRED, [104, 105], {"i": 1, "h": 1})
+    prompt = task_prompt(FAKE, Task.INPUT_PRED, [104, 105], {"i": 1, "h": 1}, "demo")
     assert "[104, 105]" in prompt and "{'i': 1, 'h': 1}" in prompt
 
 
@@ -149,4 +149,4 @@ def test_real_chain_returns_to_input() -> None:
 
 
 def test_make_task_accepts_str_task() -> None:
-    assert make_task(FAKE, "input_pred", "xy").answer == "xy"
+    assert make_task(FAKE, "input_pred", "xy", "demo").answer == "xy"

@@ -1,0 +1,117 @@
+"""`kt rtce build --release-dir`: the paper's released inputs, in its order, families and categories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracegen.algorithms import ALGORITHMS
+from tracegen.benchmark import build_benchmark, load_corpus, load_summary
+from tracegen.release import release_family, release_inputs
+from tracegen.tasks import TASKS
+
+# (input, category) in the release's format: category names as the release spells them, some long AE inputs.
+RELEASE_INPUTS = [
+    ("UUUUUUUU", "string_char_repeat"),
+    ("ACGTTGCAACGGT", "string_dna_random"),
+    ("2024-01-01 12:00:00 WARNING disk usage at 91% on /dev/sda1 (threshold 90%)", "log_warning"),
+    ("app:\n  name: shop\n  port: 8080\n  debug: false\n", "yaml_app_config"),
+    ("id,qty,price\n1,4,9.50\n2,1,3.25\n", "tabular_csv_numeric"),
+    ("ABABAB", "string_alternating_pattern"),
+]
+
+
+def release_output(algorithm: str, text: str) -> object:
+    """What the release's data.json records: the encoder output (Huffman: its bytes only)."""
+    z = ALGORITHMS[algorithm].to_json(ALGORITHMS[algorithm].encode(text))
+    return z[0] if algorithm == "huffman" else z
+
+
+def write_release(root: Path, inputs: list[tuple[str, str]] = RELEASE_INPUTS, layout: str = "checkout") -> Path:
+    """A release folder of the given layout: a checkout (data/processed/<alg>/data.json) or <alg>.json files."""
+    for algorithm in ALGORITHMS:
+        ios = [{"input": x, "output": release_output(algorithm, x), "category": c} for x, c in inputs]
+        data = {"problem_description": f"Compress the input string using {algorithm.upper()} compression.", "ios": ios}
+        path = (
+            root / "data" / "processed" / algorithm / "data.json"
+            if layout == "checkout"
+            else root / f"{algorithm}.json"
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("layout", ["checkout", "flat"])
+def test_release_inputs_in_order_with_families(tmp_path: Path, layout: str) -> None:
+    items = release_inputs(write_release(tmp_path, layout=layout))
+    assert [(i.text, i.category) for i in items] == RELEASE_INPUTS
+    assert [i.id for i in items] == [f"release-{k:04d}" for k in range(len(RELEASE_INPUTS))]
+    assert [i.family for i in items] == ["string", "dna", "log", "yaml", "tabular", "string"]
+
+
+def test_release_family_of_unknown_category() -> None:
+    with pytest.raises(ValueError, match="no known family"):
+        release_family("audio_wav")
+
+
+def test_build_from_release_keeps_every_ae_input_with_four_tasks(tmp_path: Path) -> None:
+    summary = build_benchmark(tmp_path / "bench", release_dir=write_release(tmp_path / "rel"), progress=False)
+    corpus = load_corpus(tmp_path / "bench")
+    assert [e["input"] for e in corpus] == [x for x, _ in RELEASE_INPUTS]
+    assert summary["source"] == "release" and summary["num_items"] == len(RELEASE_INPUTS)
+    assert summary["families"] == {"dna": 1, "log": 1, "string": 2, "tabular": 1, "yaml": 1}
+    assert load_summary(tmp_path / "bench") == summary
+    for entry in corpus:
+        ae = entry["algorithms"]["ae"]
+        assert set(ae["tasks"]) == {t.value for t in TASKS}
+        # O/P Pred and I/P Pred-I are exact by construction; the decoder tasks are exact where float AE round-trips
+        assert ae["tasks"]["output_pred"]["label_exact"] and ae["tasks"]["input_pred_inv"]["label_exact"]
+        assert ae["tasks"]["output_pred_inv"]["label_exact"] == ae["roundtrip_ok"]
+        if not ae["tasks"]["input_pred"]["label_exact"]:
+            assert ae["tasks"]["input_pred"]["answer"] == entry["input"]  # the release's label, marked
+    inexact = summary["inexact_labels"]["ae"]
+    assert inexact["output_pred_inv"] == summary["roundtrip_failures"]["ae"] > 0  # the long log / YAML / CSV inputs
+    assert all(v == 0 for name in ("lzw", "rle", "huffman") for v in summary["inexact_labels"][name].values())
+
+
+def test_release_with_other_inputs_per_algorithm_is_refused(tmp_path: Path) -> None:
+    root = write_release(tmp_path)
+    path = root / "data" / "processed" / "rle" / "data.json"
+    data = json.loads(path.read_text())
+    data["ios"] = data["ios"][::-1]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"rle data\.json lists other inputs than lzw"):
+        release_inputs(root)
+
+
+def test_release_outputs_we_do_not_reproduce_are_refused(tmp_path: Path) -> None:
+    root = write_release(tmp_path)
+    path = root / "data" / "processed" / "lzw" / "data.json"
+    data = json.loads(path.read_text())
+    data["ios"][2]["output"] = [1, 2, 3]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"do not reproduce the release's outputs \(lzw: 1 inputs \(first 2\)\)"):
+        build_benchmark(tmp_path / "bench", release_dir=root, progress=False)
+
+
+def test_cli_build_release_dir_one_line_errors(tmp_path: Path) -> None:
+    kt = [sys.executable, "-m", "kt_train.cli"]
+    done = subprocess.run(
+        [*kt, "rtce", "build", "--output", str(tmp_path / "b"), "--release-dir", str(write_release(tmp_path / "r"))],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["source"] == "release"
+    missing = subprocess.run(
+        [*kt, "rtce", "build", "--output", str(tmp_path / "c"), "--release-dir", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode != 0
+    assert missing.stderr.strip().count("\n") == 0 and "does not exist" in missing.stderr

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from benchutil import git_revision, invocation, machine_line, now, update_doc
-from eval.rtce.release_scoring import release_verdict
 
+from eval.rtce.release_scoring import release_verdict
 from tracegen.benchmark import build_benchmark, load_corpus
 
 GENERATIONS = "codeio_1k_gens_model_qwq_32b_temp_0.2_n5_verified.csv"

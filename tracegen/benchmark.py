@@ -42,11 +42,11 @@ Inputs: {source}, {num_items} inputs, {num_rows} rows.
 """
 
 
-def default_algorithms() -> Mapping[str, Algorithm]:
-    """The registry of `tracegen.algorithms` (imported lazily)."""
-    from tracegen.algorithms import ALGORITHMS
+def default_algorithms(huffman_target: str = "triple") -> Mapping[str, Algorithm]:
+    """The registry of `tracegen.algorithms` with Huffman in `huffman_target` (imported lazily)."""
+    from tracegen.algorithms import algorithms_for
 
-    return ALGORITHMS
+    return algorithms_for(huffman_target)
 
 
 def roundtrips(algorithm: Algorithm, text: str) -> bool:
@@ -163,17 +163,19 @@ def build_benchmark(
     style: PromptStyle = "paper",
     release_dir: Path | str | None = None,
     families: Sequence[str] | None = None,
+    huffman_target: str = "triple",
 ) -> dict[str, Any]:
     """Write rtce.json, raw/<algorithm>.jsonl, hf/ and summary.json under `output`; return the summary.
 
     Inputs are generated (`seed`, `num_inputs`, optionally only `families`) or, with `release_dir`, the paper's
     released inputs in their order (`tracegen.release`; refused where our encoders do not reproduce its outputs).
+    `style` frames the prompts (`tracegen.prompts`), `huffman_target` is Huffman's z (`triple` or `bytes`).
     Byte-identical output for identical arguments (no timestamps; every dict is built in a fixed order).
     """
     output = Path(output)
-    algorithms = default_algorithms() if algorithms is None else algorithms
+    algorithms = default_algorithms(huffman_target) if algorithms is None else algorithms
     names = list(algorithms)
-    settings: dict[str, Any] = {"prompt_style": style}
+    settings: dict[str, Any] = {"prompt_style": style, "huffman_target": huffman_target}
     if release_dir is not None:
         items = release_items(Path(release_dir), algorithms)
         settings |= {"source": "release", "seed": None}

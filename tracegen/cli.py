@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kt_train.cli import fail
-from tracegen.algorithms import ALGORITHMS, get_algorithm
+from tracegen.algorithms import ALGORITHMS, HUFFMAN_TARGETS, get_algorithm
 from tracegen.inputs import FAMILIES
 from tracegen.prompts import PROMPT_STYLES
 
@@ -44,6 +44,7 @@ def _build(args: argparse.Namespace) -> int:
         style=args.prompt_style,
         release_dir=args.release_dir,
         families=args.families,
+        huffman_target=args.huffman_target,
     )
     print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
     return 0
@@ -97,5 +98,12 @@ def register(subparsers: Any) -> None:
         default="paper",
         help="paper: one generic worked example and the release's system message (default); release-blind: the "
         "release's blinded variant; demo: a worked example of the same algorithm and task",
+    )
+    build.add_argument(
+        "--huffman-target",
+        choices=HUFFMAN_TARGETS,
+        default="triple",
+        help="Huffman's z: triple (encoded bytes, codebook, padding: the paper's listings; default) or bytes (the "
+        "release's: the packed bytes only, the decoder reads sum(FREQ_DICT) symbols)",
     )
     build.set_defaults(handler=_guarded(_build))

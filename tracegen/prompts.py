@@ -96,12 +96,14 @@ _Z_TYPES = {
         "A tuple (encoded_bytes, codebook, padding): the Huffman-coded bits packed into bytes (a list of int), the "
         "codebook (a dict from symbol to bit string) and the number of zero bits padded at the end (an int).",
     ),
+    "huffman_bytes": ("list of int", "A list of integers: the Huffman-coded bits packed into bytes, zero-padded."),
 }
 ANSWER_TYPES = {
     "lzw": "list of int (e.g. [97, 98, 256])",
     "ae": "float (e.g. 0.4137)",
     "rle": 'list of [str, int] pairs (e.g. [["a", 3], ["b", 2]])',
     "huffman": '[list of int, dict of str to str, int] (e.g. [[180], {"a": "0", "b": "10", "c": "11"}, 3])',
+    "huffman_bytes": "list of int (e.g. [102, 114, 111])",
 }
 """The answer's JSON type per algorithm for the two output tasks (the input tasks answer a str)."""
 STRING_ANSWER_TYPE = 'str (e.g. "hello world")'
@@ -132,7 +134,7 @@ _BLIND_NAMES = {
     "huffman": {
         "uncompressed": "x", "compressed": "x", "freq": "p", "Node": "N", "heap": "h", "codebook": "cb", "walk": "wk",
         "node": "nd", "prefix": "pre", "bitstr": "bs", "padding": "pad", "encoded_bytes": "eb", "root": "rt",
-        "result": "res", "sym": "k", "f": "v", "bit": "q",
+        "total": "t", "result": "res", "sym": "k", "f": "v", "bit": "q",
     },
 }  # fmt: skip
 _BLIND_STRINGS = {"lzw": {"Bad compressed k": "Bad k"}, "huffman": {"'Node'": "'N'"}}
@@ -141,6 +143,7 @@ _BLIND_STRINGS = {"lzw": {"Bad compressed k": "Bad k"}, "huffman": {"'Node'": "'
 def blind_source(algorithm: str, source: str) -> str:
     """`source` with its identifiers renamed as the release's blinding does (names after a `.` and keywords kept),
     and the string literals that name the encoding made neutral."""
+    algorithm = algorithm.split("_")[0]  # huffman_bytes: Huffman's names
     names = _BLIND_NAMES[algorithm]
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out, previous = [], None

@@ -189,8 +189,9 @@ def task_prompt(
 ) -> str:
     """The full prompt for showing `given_json` (x for output tasks, JSON z for input tasks) to a model."""
     if style != "demo":
+        variant = getattr(algorithm, "variant", "")
         return paper_prompt(
-            algorithm.name,
+            f"{algorithm.name}_{variant}" if variant else algorithm.name,
             shows_encoder=task.shows_encoder,
             inversion=task in (Task.OUTPUT_PRED_INV, Task.INPUT_PRED_INV),
             given=python_value(algorithm, task, given_json),

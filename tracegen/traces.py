@@ -44,7 +44,7 @@ from typing import Any
 
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
 from kt_train.stages import RunFolder, RunOptions, content_hash
-from tracegen.algorithms import ALGORITHMS, Algorithm
+from tracegen.algorithms import Algorithm, algorithms_for
 
 CORPUS_FILE = "rtce.json"
 TRACES = "traces"
@@ -302,13 +302,16 @@ def collect_traces(
     task order (so a resumed or merged collection ends byte-identical to one made in one go) and summary.json is
     written. A rerun with other settings (benchmark bytes, algorithms, limits) is refused unless
     `options.overwrite`. `config` defaults to the paper's 5 s (of CPU time) with room for large traces on stderr
-    (`DEFAULT_MAX_OUTPUT_BYTES`); `registry` defaults to `tracegen.algorithms.ALGORITHMS`.
+    (`DEFAULT_MAX_OUTPUT_BYTES`); `registry` defaults to `tracegen.algorithms` with the benchmark's Huffman target.
     """
     corpus_path = Path(benchmark_dir) / CORPUS_FILE
     if not corpus_path.is_file():
         raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
     corpus = json.loads(corpus_path.read_text(encoding="utf-8"))
-    registry = ALGORITHMS if registry is None else registry
+    if registry is None:  # the benchmark's own listings (Huffman's target)
+        from tracegen.benchmark import load_summary
+
+        registry = algorithms_for(load_summary(benchmark_dir).get("huffman_target", "triple"))
     unknown = sorted(set(algorithms or ()) - set(registry))
     if unknown:
         raise ValueError(f"unknown algorithm(s): {', '.join(unknown)}")

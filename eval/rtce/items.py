@@ -32,6 +32,7 @@ class RTCEItem:
     freq: dict[str, int] | None  # the frequency table shown with AE / Huffman code
     label_exact: bool = True  # False: the shown code does not return the label (float AE decoding; the release's)
     prompt_style: str = "demo"  # how the benchmark framed its prompts (`tracegen.prompts`); follow-up prompts too
+    huffman_target: str = "triple"  # Huffman's z in this benchmark (`tracegen.algorithms.HUFFMAN_TARGETS`)
 
 
 def load_items(
@@ -48,7 +49,8 @@ def load_items(
         raise ValueError(f"unknown algorithm(s) or task(s): {', '.join(unknown)}")
     wanted = load_eval_ids(ids) if ids is not None else None
     corpus = load_corpus(benchmark_dir)
-    style = load_summary(benchmark_dir).get("prompt_style", "demo")
+    summary = load_summary(benchmark_dir)
+    style, target = summary.get("prompt_style", "demo"), summary.get("huffman_target", "triple")
     items = []
     for algorithm in algorithms:
         chosen = [e for e in corpus if wanted is None or e["id"] in wanted]
@@ -71,6 +73,7 @@ def load_items(
                         freq=per_algorithm["freq"],
                         label_exact=record.get("label_exact", per_algorithm["roundtrip_ok"]),
                         prompt_style=style,
+                        huffman_target=target,
                     )
                 )
     return items

@@ -25,7 +25,8 @@ from tracegen.tasks import Task, task_prompt
 
 def roundtrip_prompt(item: RTCEItem, z_hat: Any) -> str:
     """The I/P Pred prompt of `item`'s input and algorithm, showing the model's own encoding `z_hat`."""
-    return task_prompt(get_algorithm(item.algorithm), Task.INPUT_PRED, z_hat, item.freq, item.prompt_style)
+    algorithm = get_algorithm(item.algorithm, item.huffman_target)
+    return task_prompt(algorithm, Task.INPUT_PRED, z_hat, item.freq, item.prompt_style)
 
 
 def roundtrip_cases(scored: Sequence[Mapping[str, Any]], items: Mapping[str, RTCEItem]) -> list[dict[str, Any]]:

@@ -66,6 +66,7 @@ class Algorithm:
     decoder_template: str
     from_json: Callable[[Any], Any]
     exact: Callable[[str], bool] = always_exact
+    variant: str = ""  # "" for the paper's listing; "bytes": Huffman's release target (z = the packed bytes)
 
     def encoder_source(self, freq: dict[str, int] | None = None) -> str:
         """The encoder's main_solution source with FREQ_DICT injected (freq ignored when not needed)."""

@@ -184,3 +184,91 @@ ALGORITHM = Algorithm(
     decoder_template=DECODER_SOURCE,
     from_json=from_json,
 )
+
+BYTES_ENCODER_SOURCE = ENCODER_SOURCE.replace("        return [], {}, 0\n", "        return []\n").replace(
+    "    encoded_bytes = [int(bitstr[i:i+8], 2) for i in range(0, len(bitstr), 8)]\n"
+    "    return encoded_bytes, codebook, padding\n",
+    "    return [int(bitstr[i:i+8], 2) for i in range(0, len(bitstr), 8)]\n",
+)
+BYTES_DECODER_SOURCE = """\
+def main_solution(compressed):
+    from collections import namedtuple
+    import heapq
+    freq = FREQ_DICT
+    total = sum(freq.values())
+    Node = namedtuple('Node', ['freq', 'symbol', 'left', 'right'])
+    Node.__lt__ = lambda a, b: a.freq < b.freq
+    heap = [Node(f, sym, None, None) for sym, f in freq.items()]
+    heapq.heapify(heap)
+    if not heap:
+        return ''
+    while len(heap) > 1:
+        l = heapq.heappop(heap); r = heapq.heappop(heap)
+        heapq.heappush(heap, Node(l.freq + r.freq, None, l, r))
+    root = heap[0]
+    if root.symbol is not None:
+        return root.symbol * total
+    bitstr = ''.join(f'{b:08b}' for b in compressed)
+    result, node = [], root
+    for bit in bitstr:
+        if len(result) == total:
+            break
+        node = node.left if bit == '0' else node.right
+        if node.symbol is not None:
+            result.append(node.symbol)
+            node = root
+    return ''.join(result)
+"""
+"""The `bytes` target (the release's): the encoder returns the packed bytes only; the decoder stops after
+sum(FREQ_DICT) symbols, so it needs no padding count (the padding bits are never read)."""
+
+
+def encode_bytes(text: str) -> list[int]:
+    """The packed bytes of `text` (the `bytes` target's z)."""
+    return encode(text)[0]
+
+
+def decode_bytes(compressed: list[int], freq: dict[str, int] | None) -> str:
+    """Text of packed bytes under `freq`: its first sum(freq) symbols (the `bytes` target's decoder)."""
+    if freq is None:
+        raise ValueError("Huffman decoding needs the frequency dict")
+    check_freq(freq)
+    total = sum(freq.values())
+    root = build_tree(freq)
+    if root is None:
+        return ""
+    if root.symbol is not None:
+        return root.symbol * total
+    result: list[str] = []
+    node = root
+    for bit in "".join(f"{b:08b}" for b in compressed):
+        if len(result) == total:
+            break
+        child = node.left if bit == "0" else node.right
+        assert child is not None
+        node = child
+        if node.symbol is not None:
+            result.append(node.symbol)
+            node = root
+    return "".join(result)
+
+
+def bytes_from_json(value: Any) -> list[int]:
+    """Validate JSON encoded bytes (the `bytes` target's z)."""
+    if not isinstance(value, list) or not all(is_int(b) and 0 <= b < 256 for b in value):
+        raise ValueError("Huffman z must be a list of integers in 0..255")
+    return list(value)
+
+
+BYTES_ALGORITHM = Algorithm(
+    name="huffman",
+    description=ALGORITHM.description + " Target `bytes`: z is the packed bytes only.",
+    needs_freq=True,
+    freq=char_counts,
+    encode=encode_bytes,
+    decode=decode_bytes,
+    encoder_template=BYTES_ENCODER_SOURCE,
+    decoder_template=BYTES_DECODER_SOURCE,
+    from_json=bytes_from_json,
+    variant="bytes",
+)

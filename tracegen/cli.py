@@ -24,9 +24,9 @@ def _decode(args: argparse.Namespace) -> int:
     algorithm = get_algorithm(args.algorithm)
     freq: dict[str, Any] | None = None
     if args.freq is not None:
-        freq = json.loads(args.freq)
-        if not isinstance(freq, dict):
-            raise ValueError("--freq must be a JSON object")
+        freq = json.loads(args.freq)  # null (what `encode` prints for LZW and RLE): no frequency dict
+        if freq is not None and not isinstance(freq, dict):
+            raise ValueError("--freq must be a JSON object or null")
     if algorithm.needs_freq and freq is None:
         raise ValueError(f"{algorithm.name} decoding needs --freq")
     z = algorithm.from_json(json.loads(args.z))
@@ -75,7 +75,9 @@ def register(subparsers: Any) -> None:
 
     decode = commands.add_parser("decode", help="Print the text decoded from Z_JSON as a JSON string.")
     decode.add_argument("--algorithm", required=True, choices=names)
-    decode.add_argument("--freq", metavar="JSON", help="FREQ_DICT as a JSON object (ae, huffman)")
+    decode.add_argument(
+        "--freq", metavar="JSON", help="FREQ_DICT as a JSON object (ae, huffman; null or omitted for lzw, rle)"
+    )
     decode.add_argument("z", metavar="Z_JSON")
     decode.set_defaults(handler=_guarded(_decode))
 

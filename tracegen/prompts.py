@@ -111,7 +111,7 @@ STRING_ANSWER_TYPE = 'str (e.g. "hello world")'
 
 def io_requirements(algorithm: str, encoder: bool, *, blind: bool = False) -> str:
     """The typed I/O requirements of the encoder (`encoder`) or decoder listing of `algorithm`."""
-    z_type, z_text = _Z_TYPES[algorithm]
+    z_type, z_text = _Z_TYPES.get(algorithm, ("value", "The encoded form of the input string."))
     if blind:
         z_text = "The encoded form."
     if encoder:
@@ -144,7 +144,7 @@ def blind_source(algorithm: str, source: str) -> str:
     """`source` with its identifiers renamed as the release's blinding does (names after a `.` and keywords kept),
     and the string literals that name the encoding made neutral."""
     algorithm = algorithm.split("_")[0]  # huffman_bytes: Huffman's names
-    names = _BLIND_NAMES[algorithm]
+    names = _BLIND_NAMES.get(algorithm, {"uncompressed": "x", "compressed": "x"})
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out, previous = [], None
     for token in tokens:
@@ -187,7 +187,7 @@ def paper_prompt(
     answers_z = shows_encoder != inversion  # O/P Pred and O/P Pred-I
     describes_encoder = answers_z
     shown = blind_source(algorithm, source) if blind else source
-    answer_type = ANSWER_TYPES[algorithm] if answers_z else STRING_ANSWER_TYPE
+    answer_type = ANSWER_TYPES.get(algorithm, "JSON value") if answers_z else STRING_ANSWER_TYPE
     requirements = io_requirements(algorithm, describes_encoder, blind=blind)
     parts = [
         _BACKWARD_INSTRUCTION if backward else _FORWARD_INSTRUCTION,

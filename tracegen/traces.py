@@ -15,8 +15,9 @@ For every benchmark item and algorithm, two FORWARD runs are traced: the encoder
   variable, `Values of i: 0, 1, 2, 3, 4, ..., 251, 252, 253, 254, 255`, keeps its 11-entry summary; the
   comprehension's `Result:` and every variable value are in full.)
 
-The trace is stderr with memory addresses rewritten (`0x7f3a...` -> `0x?`), trailing blanks and snoop's one-space
-line prefix removed: the same input gives a byte-identical trace. The label is the JSON return value that the
+The trace is stderr with memory addresses deleted as the paper's release does (`<function f at 0x7f3a...>` ->
+`<function f>`; a hex number in a value is kept), trailing blanks and snoop's one-space line prefix removed: the same
+input gives a byte-identical trace. The label is the JSON return value that the
 sandbox reports (`SandboxResult.return_value`), never text parsed from the trace.
 
 A trace is kept (paper's filter, plus checks of ours) when, in this order: the verdict is ok (else `verdict:<v>`),
@@ -74,7 +75,7 @@ DEFAULT_MAX_VALUE_CHARS = 1_000_000
 DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 BATCH_SIZE = 32
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _ERROR_MARKERS = ("Traceback (most recent call last)", "!!! ", "??? ")
 
 # Runs inside the sandbox job, after the constants _SOURCE, _ARG, _DEPTH and _CAP. Everything is underscored so that
@@ -165,9 +166,9 @@ def instrument(source: str, argument: Any, max_value_chars: int = DEFAULT_MAX_VA
 
 
 def normalize_trace(text: str) -> str:
-    """Memory addresses to `0x?`, snoop's one-space line prefix and trailing blanks removed, no trailing newline."""
+    """` at 0x...` addresses deleted, snoop's one-space line prefix and trailing blanks removed, no final newline."""
     lines = []
-    for line in _ADDRESS.sub("0x?", text).splitlines():
+    for line in _ADDRESS.sub("", text).splitlines():
         line = line.rstrip()
         lines.append(line[1:] if line.startswith(" ") else line)
     return "\n".join(lines).strip("\n")

@@ -33,7 +33,7 @@ def test_writes_all_files(small) -> None:
     assert (out / "hf" / "README.md").read_text().startswith("---\nconfigs:\n")
     assert summary["num_items"] == 30 and summary["num_rows"] == 30 * 4 * 4
     assert set(summary["algorithms"]) == set(ALGORITHM_NAMES)
-    assert sum(summary["families"].values()) == 30 and len(summary["families"]) == 4
+    assert sum(summary["families"].values()) == 30 and len(summary["families"]) == 5
     assert set(summary["roundtrip_failures"]) == set(ALGORITHM_NAMES)
     assert json.loads((out / "summary.json").read_text()) == summary
 
@@ -102,8 +102,8 @@ def test_full_250(tmp_path: Path) -> None:
     second = build_benchmark(tmp_path / "b", progress=False)
     assert first == second
     assert first["num_items"] == 250 and first["num_rows"] == 4000
-    assert len(first["categories"]) == 46
-    assert first["families"] == {"log": 60, "patterned": 80, "tabular": 55, "yaml": 55}
+    assert len(first["categories"]) == 56
+    assert first["families"] == {"dna": 45, "log": 49, "patterned": 66, "tabular": 45, "yaml": 45}
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
 
 
@@ -128,6 +128,8 @@ def test_fake_algorithms(tmp_path: Path) -> None:
 
         def to_json(self, z):
             return z
+
+        from_json = to_json
 
     summary = build_benchmark(tmp_path, num_inputs=5, algorithms={"identity": Identity()}, progress=False)
     assert summary["algorithms"] == {"identity": 5} and summary["roundtrip_failures"] == {"identity": 0}

@@ -9,7 +9,7 @@ import pytest
 
 from tracegen.inputs import FAMILIES, category_order, generate_inputs, item_rng
 
-EXPECTED_CATEGORIES = {"patterned": 15, "log": 11, "yaml": 10, "tabular": 10}
+EXPECTED_CATEGORIES = {"patterned": 15, "log": 11, "yaml": 10, "tabular": 10, "dna": 10}
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +20,12 @@ def items():
 def test_family_category_counts() -> None:
     assert {family: len(gens) for family, gens in FAMILIES.items()} == EXPECTED_CATEGORIES
     order = category_order()
-    assert len(order) == len(set(order)) == 46
-    assert len({category for _, category in order}) == 46
-    assert {family for family, _ in order[:4]} == set(FAMILIES)
+    assert len(order) == len(set(order)) == 56
+    assert len({(family, category) for family, category in order}) == 56
+    assert {family for family, _ in order[:5]} == set(FAMILIES)
+    assert {f for f, _ in category_order(["dna", "log"])} == {"dna", "log"}
+    with pytest.raises(ValueError, match="unknown input family audio"):
+        category_order(["audio"])
 
 
 def test_250_unique_and_balanced(items) -> None:
@@ -30,8 +33,8 @@ def test_250_unique_and_balanced(items) -> None:
     assert len({item.text for item in items}) == 250
     assert len({item.id for item in items}) == 250
     per_category = Counter(item.category for item in items)
-    assert len(per_category) == 46
-    assert set(per_category.values()) <= {5, 6}
+    assert len(per_category) == 56
+    assert set(Counter((item.family, item.category) for item in items).values()) <= {4, 5}
     families = Counter(item.family for item in items)
     assert set(families) == set(FAMILIES)
 
@@ -92,3 +95,17 @@ def test_yaml_indentation_and_multidoc() -> None:
     texts = [generate(random.Random(s))[0] for generate in FAMILIES["yaml"].values() for s in range(10)]
     assert all("\n  " in text for text in texts)
     assert any("\n---\n" in text for text in texts)
+
+
+def test_dna_family_is_dna(items) -> None:
+    """The paper's fifth family: bases only (a FASTA record: a `>` header line, then 60-base lines)."""
+    dna = [item for item in items if item.family == "dna"]
+    assert {item.category for item in dna} == set(FAMILIES["dna"]) and len(dna) >= 40
+    for item in dna:
+        lines = item.text.split("\n")
+        if item.category == "fasta_record":
+            assert lines[0].startswith(">") and all(len(line) <= 60 for line in lines[1:])
+            lines = lines[1:]
+        assert lines and all(set(line) <= set("ACGT") for line in lines), item
+    orfs = [item.text for item in dna if item.category == "orf_like"]
+    assert all(t.startswith("ATG") and t[-3:] in ("TAA", "TAG", "TGA") and len(t) % 3 == 0 for t in orfs)

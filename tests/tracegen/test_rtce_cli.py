@@ -32,8 +32,10 @@ def test_encode_decode_round_trip(name: str, text: str) -> None:
     payload = json.loads(encoded.stdout)
     assert set(payload) == {"z", "freq"}
     assert (payload["freq"] is None) == (name in ("lzw", "rle"))
-    freq_args = ["--freq", json.dumps(payload["freq"])] if payload["freq"] is not None else []
-    decoded = kt("rtce", "decode", "--algorithm", name, *freq_args, json.dumps(payload["z"]))
+    # the printed freq goes back as it is, `null` included
+    decoded = kt(
+        "rtce", "decode", "--algorithm", name, "--freq", json.dumps(payload["freq"]), json.dumps(payload["z"])
+    )
     assert decoded.returncode == 0, decoded.stderr
     assert json.loads(decoded.stdout) == text
 
@@ -50,6 +52,7 @@ def test_encode_prints_the_reference_values() -> None:
     [
         (["decode", "--algorithm", "rle", '[["a", 3]'], "invalid JSON"),
         (["decode", "--algorithm", "ae", "0.5"], "needs --freq"),
+        (["decode", "--algorithm", "ae", "--freq", "null", "0.5"], "needs --freq"),
         (["decode", "--algorithm", "lzw", '{"a": 1}'], "LZW z must be"),
         (["decode", "--algorithm", "huffman", "--freq", "[1]", "[[1], {}, 0]"], "--freq must be a JSON object"),
     ],
@@ -66,21 +69,15 @@ def test_unknown_algorithm_is_a_usage_error() -> None:
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 
-def test_build_calls_build_benchmark_lazily(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_build_writes_the_benchmark_with_the_paper_defaults(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from kt_train.cli import main
 
-    calls: list[dict[str, object]] = []
-
-    def build_benchmark(output: Path, seed: int, num_inputs: int) -> dict[str, object]:
-        calls.append({"output": output, "seed": seed, "num_inputs": num_inputs})
-        return {"items": 4, "output": str(output)}
-
-    import tracegen.benchmark
-
-    # the real module with its builder replaced (other command groups import its constants when they register)
-    monkeypatch.setattr(tracegen.benchmark, "build_benchmark", build_benchmark)
-    assert main(["rtce", "build", "--output", str(tmp_path), "--num-inputs", "3"]) == 0
-    assert calls == [{"output": tmp_path, "seed": 42, "num_inputs": 3}]
-    assert json.loads(capsys.readouterr().out) == {"items": 4, "output": str(tmp_path)}
+    assert main(["rtce", "build", "--output", str(tmp_path), "--num-inputs", "3", "--families", "dna"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["prompt_style"] == "paper" and summary["huffman_target"] == "triple"
+    assert summary["source"] == "generated" and summary["families"] == {"dna": 3}
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    assert main(["rtce", "build", "--output", str(tmp_path), "--families", "audio"]) == 2
+    assert "unknown input family audio" in capsys.readouterr().err

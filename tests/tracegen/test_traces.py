@@ -52,7 +52,9 @@ def test_count_functions_and_normalize() -> None:
     assert count_functions("def main_solution(x):\n    def helper(y):\n        return y\n    return helper(x)\n") == 2
     assert count_functions("f = lambda x: x\n") == 0
     text = " >>> Call\n ...... f = <function f at 0x7f3a12bc>   \n <<< Return value from main_solution: 1\n"
-    assert normalize_trace(text) == ">>> Call\n...... f = <function f at 0x?>\n<<< Return value from main_solution: 1"
+    assert normalize_trace(text) == ">>> Call\n...... f = <function f>\n<<< Return value from main_solution: 1"
+    value = " ...... s = '0x1f at 0xZ' <object object at 0xAB12>\n"  # hex in a value is kept, the address deleted
+    assert normalize_trace(value) == "...... s = '0x1f at 0xZ' <object object>"
 
 
 def test_drop_reason_filters() -> None:

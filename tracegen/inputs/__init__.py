@@ -1,14 +1,14 @@
-"""RTCE benchmark inputs: four synthetic source families (paper Table 2), 46 categories, deterministic per seed."""
+"""RTCE benchmark inputs: the paper's five source families (Table 2), 56 categories, deterministic per seed."""
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
-from tracegen.inputs import configs, logs, patterned, tables
+from tracegen.inputs import configs, dna, logs, patterned, tables
 
 Generator = Callable[[random.Random], tuple[str, dict]]
 
@@ -17,6 +17,7 @@ FAMILIES: dict[str, dict[str, Generator]] = {
     "log": logs.GENERATORS,
     "yaml": configs.GENERATORS,
     "tabular": tables.GENERATORS,
+    "dna": dna.GENERATORS,
 }
 MAX_ATTEMPTS = 1000
 
@@ -32,9 +33,13 @@ class InputItem:
     metadata: dict = field(default_factory=dict)
 
 
-def category_order() -> list[tuple[str, str]]:
-    """All (family, category) pairs, interleaving families so that any prefix covers all four."""
-    columns = [[(family, cat) for cat in generators] for family, generators in FAMILIES.items()]
+def category_order(families: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """All (family, category) pairs (of `families`, or all), interleaving families so that any prefix covers all."""
+    chosen = list(FAMILIES) if families is None else list(families)
+    unknown = sorted(set(chosen) - set(FAMILIES))
+    if unknown or not chosen:
+        raise ValueError(f"unknown input family {', '.join(unknown) or '(none given)'} (known: {', '.join(FAMILIES)})")
+    columns = [[(family, cat) for cat in FAMILIES[family]] for family in FAMILIES if family in chosen]
     return [pair for row in zip_longest(*columns) for pair in row if pair is not None]
 
 
@@ -44,9 +49,10 @@ def item_rng(family: str, category: str, seed: int, index: int, attempt: int = 0
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
 
 
-def generate_inputs(seed: int = 42, num_inputs: int = 250) -> list[InputItem]:
-    """`num_inputs` unique inputs, round-robin over the 46 categories; identical for identical arguments."""
-    order, seen, items = category_order(), set(), []
+def generate_inputs(seed: int = 42, num_inputs: int = 250, families: Sequence[str] | None = None) -> list[InputItem]:
+    """`num_inputs` unique inputs, round-robin over the 56 categories (of `families`, or all); identical for
+    identical arguments."""
+    order, seen, items = category_order(families), set(), []
     for index in range(num_inputs):
         family, category = order[index % len(order)]
         text, metadata = _unique(family, category, seed, index, seen)

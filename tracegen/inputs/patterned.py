@@ -153,12 +153,10 @@ def random_with_motif(rng: random.Random) -> Generated:
     return noise[:pos] + motif + noise[pos:], {"motif": motif}
 
 
-def dna_sequence(rng: random.Random) -> Generated:
-    """A DNA-like sequence with a short tandem repeat between random flanks."""
-    motif = _letters(rng, rng.randint(2, 3), "ACGT")
-    left, right = _letters(rng, rng.randint(5, 30), "ACGT"), _letters(rng, rng.randint(5, 30), "ACGT")
-    n = rng.randint(4, 15)
-    return left + motif * n + right, {"motif": motif, "repeat": n}
+def filler_unique(rng: random.Random) -> Generated:
+    """Letters and digits with no symbol repeated: nothing for a compressor to exploit."""
+    n = rng.randint(12, 30)
+    return "".join(rng.sample(string.ascii_letters + string.digits, n)), {"length": n}
 
 
 GENERATORS: dict[str, Callable[[random.Random], Generated]] = {
@@ -176,5 +174,5 @@ GENERATORS: dict[str, Callable[[random.Random], Generated]] = {
     "natural_sentence": natural_sentence,
     "repeated_sentence": repeated_sentence,
     "random_with_motif": random_with_motif,
-    "dna_sequence": dna_sequence,
+    "filler_unique": filler_unique,
 }

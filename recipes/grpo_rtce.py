@@ -41,6 +41,7 @@ from kt_train.training.launch import launch
 from tracegen.algorithms import ALGORITHMS
 from tracegen.benchmark import CORPUS_FILE
 from tracegen.pipeline import CorpusSettings, build_rtce_benchmark
+from tracegen.prompts import PROMPT_STYLES
 from tracegen.rl_data import rtce_rl_rows
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import TASKS
@@ -69,6 +70,10 @@ class RTCEGRPOScriptArguments(GRPOScriptArguments):
     corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
     num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
     eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
+    prompt_style: str = field(
+        default="paper",
+        metadata={"help": "default corpus: prompt style (paper, release-blind, demo)", "choices": PROMPT_STYLES},
+    )
 
     def __post_init__(self) -> None:  # unknown algorithms and tasks: rtce_rl_rows says which
         super().__post_init__()
@@ -81,7 +86,12 @@ def benchmark_and_held_out(script_args: RTCEGRPOScriptArguments) -> tuple[Path, 
     (built by the main process first)."""
     if script_args.dataset_name is not None:
         return Path(script_args.dataset_name), load_eval_ids(script_args.eval_ids)
-    settings = CorpusSettings(script_args.corpus_seed, script_args.num_inputs, script_args.eval_fraction)
+    settings = CorpusSettings(
+        script_args.corpus_seed,
+        script_args.num_inputs,
+        script_args.eval_fraction,
+        prompt_style=script_args.prompt_style,
+    )
     with PartialState().main_process_first():
         benchmark, eval_ids = build_rtce_benchmark(cache_dir() / "data" / settings.key(), settings, progress=False)
     return benchmark, load_eval_ids(eval_ids)

@@ -40,6 +40,7 @@ from kt_train.training.report import wandb_runs, write_report
 from kt_train.training.sft import run_sft
 from tracegen.algorithms import ALGORITHMS
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
+from tracegen.prompts import PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ class RTCEScriptArguments(DataArguments):
     corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
     num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
     eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
+    prompt_style: str = field(
+        default="paper",
+        metadata={"help": "default corpus: prompt style (paper, release-blind, demo)", "choices": PROMPT_STYLES},
+    )
     template_max_steps: int = field(default=40, metadata={"help": "default corpus: steps each trace narration shows"})
     evaluations: list[str] = field(
         default_factory=list,
@@ -77,7 +82,9 @@ class RTCEScriptArguments(DataArguments):
         checked_evaluations(self.evaluations, ["rtce"])
 
     def corpus_settings(self) -> CorpusSettings:
-        return CorpusSettings(self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps)
+        return CorpusSettings(
+            self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps, self.prompt_style
+        )
 
 
 def corpus_dir(script_args: RTCEScriptArguments) -> Path:

@@ -30,8 +30,15 @@ class CorpusSettings:
         default=0.2, metadata={"help": "share of the inputs held out for evaluation (spread over the categories)"}
     )
     template_max_steps: int = field(default=40, metadata={"help": "steps the template translator narrates"})
+    prompt_style: str = field(
+        default="paper", metadata={"help": "how the benchmark frames its prompts (`tracegen.prompts`)"}
+    )
 
     def __post_init__(self) -> None:
+        from tracegen.prompts import PROMPT_STYLES
+
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {self.prompt_style!r}")
         if self.num_inputs < 1:
             raise ValueError("num_inputs must be >= 1")
         if not 0.0 <= self.eval_fraction < 1.0:
@@ -75,7 +82,12 @@ def build_rtce_benchmark(
     root = Path(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     benchmark = root / "benchmark"
-    _stage(benchmark, lambda: build_benchmark(benchmark, settings.seed, settings.num_inputs, progress=progress))
+    _stage(
+        benchmark,
+        lambda: build_benchmark(
+            benchmark, settings.seed, settings.num_inputs, progress=progress, style=settings.prompt_style
+        ),
+    )
     eval_ids_path = root / EVAL_IDS_FILE
     if not eval_ids_path.is_file():
         items = json.loads((benchmark / CORPUS_FILE).read_text(encoding="utf-8"))

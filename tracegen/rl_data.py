@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracegen.algorithms import ALGORITHMS, get_algorithm
-from tracegen.benchmark import load_corpus
+from tracegen.benchmark import load_corpus, load_summary
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import ROUNDTRIP_TASK, TASKS, dumps, roundtrip_prompt
 
@@ -54,6 +54,8 @@ def rtce_rl_rows(
     if unknown:
         raise ValueError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASK_NAMES)}")
     chosen_algorithms = {name: get_algorithm(name) for name in algorithms}  # one clear error for an unknown one
+    if "huffman" in chosen_algorithms and load_summary(benchmark_dir).get("huffman_target", "triple") != "triple":
+        raise ValueError("GRPO rows need Huffman's triple target (the round-trip reward decodes the triple)")
     excluded = load_eval_ids(exclude_ids)
     corpus = [entry for entry in load_corpus(benchmark_dir) if entry["id"] not in excluded]
     rows = []

@@ -115,3 +115,12 @@ def test_cli_build_release_dir_one_line_errors(tmp_path: Path) -> None:
     )
     assert missing.returncode != 0
     assert missing.stderr.strip().count("\n") == 0 and "does not exist" in missing.stderr
+
+
+def test_grpo_rows_refuse_the_huffman_bytes_target(tmp_path: Path) -> None:
+    from tracegen.rl_data import rtce_rl_rows
+
+    build_benchmark(tmp_path, seed=1, num_inputs=2, huffman_target="bytes", progress=False)
+    assert rtce_rl_rows(tmp_path, ["lzw"])  # the other algorithms are unaffected
+    with pytest.raises(ValueError, match="triple target"):
+        rtce_rl_rows(tmp_path, ["huffman"])

@@ -136,11 +136,18 @@ def decode(compressed: tuple[list[int], dict[str, str], int], freq: dict[str, in
     bitstr = "".join(f"{b:08b}" for b in encoded_bytes)
     if padding:
         bitstr = bitstr[:-padding]
+    return decode_bits(root, bitstr, len(bitstr))
+
+
+def decode_bits(root: _Node, bitstr: str, limit: int) -> str:
+    """The symbols of `bitstr` walked down the tree, at most `limit` of them (a one-symbol tree: `limit` times)."""
     if root.symbol is not None:
-        return root.symbol * len(bitstr)
+        return root.symbol * limit
     result: list[str] = []
     node = root
     for bit in bitstr:
+        if len(result) == limit:
+            break
         child = node.left if bit == "0" else node.right
         assert child is not None
         node = child
@@ -237,20 +244,7 @@ def decode_bytes(compressed: list[int], freq: dict[str, int] | None) -> str:
     root = build_tree(freq)
     if root is None:
         return ""
-    if root.symbol is not None:
-        return root.symbol * total
-    result: list[str] = []
-    node = root
-    for bit in "".join(f"{b:08b}" for b in compressed):
-        if len(result) == total:
-            break
-        child = node.left if bit == "0" else node.right
-        assert child is not None
-        node = child
-        if node.symbol is not None:
-            result.append(node.symbol)
-            node = root
-    return "".join(result)
+    return decode_bits(root, "".join(f"{b:08b}" for b in compressed), total)
 
 
 def bytes_from_json(value: Any) -> list[int]:

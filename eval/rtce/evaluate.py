@@ -186,9 +186,12 @@ def score_rows(
 
 def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[str, Any]:
     """What decides the evaluation's output: the config (less where it goes and how requests are retried), the
-    model, adapters, predictions and benchmark by content, the selected prompts and the code version."""
+    model, adapters, predictions and benchmark by content, the selected prompts and the code version. Not the
+    scoring mode: every run rescores all completions under both modes, so another `--scoring` reuses them."""
     settings = {
-        k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project", "retries", "backoff_s"}
+        k: v
+        for k, v in asdict(config).items()
+        if k not in {"output", "wandb_project", "retries", "backoff_s", "scoring"}
     }
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
     settings["adapters_sha256"] = {label: adapter_hash(path) for label, path in config.adapters.items()}
@@ -248,7 +251,8 @@ def run_rtce_eval(
         folder.finish(summary)
         return summary
     write_jsonl(output / SCORED_FILE, scored)
-    summary = write_report(scored, roundtrips, output, f"RTCE: {config.model or config.predictions}", settings)
+    title = f"RTCE: {config.model or config.predictions}"
+    summary = write_report(scored, roundtrips, output, title, settings | {"scoring": config.scoring})
     if reflections:
         summary["reflection"] = accuracy_by_round(reflections, config.reflection_rounds)
         (output / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

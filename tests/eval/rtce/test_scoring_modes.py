@@ -81,3 +81,8 @@ def test_cli_scores_predictions_in_release_mode_with_both_in_the_report(benchmar
     assert record["em"] == record["em_release"] == 1.0 and record["em_strict"] == 0.5
     report = (out / "report.md").read_text()
     assert "## Scoring modes (headline: release)" in report and "| 50.0 | 100.0 |" in report
+    # another headline mode rescores the same completions: no --overwrite needed, nothing mixed
+    assert main([*args, "--algorithms", "lzw", "--tasks", "output_pred", "--items", "3", "--scoring", "strict"]) == 0
+    (record,) = json.loads((out / "summary.json").read_text())["aggregated"]
+    assert record["em"] == record["em_strict"] == 0.5 and record["em_release"] == 1.0
+    assert "## Scoring modes (headline: strict)" in (out / "report.md").read_text()

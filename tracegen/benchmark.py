@@ -35,8 +35,7 @@ Prompts for the four RTCE prediction tasks (O/P Pred, O/P Pred-I, I/P Pred, I/P 
 encoding, RLE and Huffman coding. One row per (input, algorithm, task); `answer_json` is the reference value of
 `{{"output": <value>}}` as JSON. Rows with `roundtrip_ok = false` come from inputs where decoding the encoding does
 not give the input back (float arithmetic coding); rows with `label_exact = false` have a label the shown code does
-not return (the release's: x for I/P Pred, enc(x) for O/P Pred-I). Prompts in the `{style}` style; send them with the
-system message `{system}`.
+not return (the release's: x for I/P Pred, enc(x) for O/P Pred-I). Prompts in the `{style}` style{system}.
 
 Inputs: {source}, {num_items} inputs, {num_rows} rows.
 """
@@ -125,10 +124,15 @@ def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: Pro
         stale.unlink()
     pq.write_table(table, data_dir / PARQUET_FILE)
     card = CARD.format(
-        source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=system_message(style)
+        source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=_system_note(style)
     )
     _write_text(output / "hf" / "README.md", card)
     return len(rows)
+
+
+def _system_note(style: PromptStyle) -> str:
+    system = system_message(style)
+    return "" if system is None else f"; send them after the system message `{system}`"
 
 
 def summarize(

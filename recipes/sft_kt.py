@@ -30,7 +30,7 @@ from accelerate import PartialState
 from trl import ModelConfig
 
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
-from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
+from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.training.data import load_training_dataset
 from kt_train.training.launch import launch
@@ -56,6 +56,7 @@ class KTScriptArguments(DataArguments):
     eval_seed: int = field(default=0, metadata={"help": "seed of the evaluation set"})
     eval_items: int = field(default=20, metadata={"help": "sequences scored after training"})
     eval_max_new_tokens: int = field(default=256, metadata={"help": "tokens per program in that evaluation"})
+    eval_backend: str = eval_backend_field()
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -29,7 +29,7 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
-from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
+from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
@@ -63,6 +63,7 @@ class NLScriptArguments(DataArguments):
     eval_extractor_shots: int = field(default=3, metadata={"help": "epsilon (the paper: 3)"})
     eval_generator_tokens: int = field(default=160, metadata={"help": "tokens per word problem"})
     eval_extractor_tokens: int = field(default=48, metadata={"help": "tokens per extraction"})
+    eval_backend: str = eval_backend_field()
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -31,7 +31,7 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
-from eval.post_training import TrainedModels, checked_evaluations, run_evaluations
+from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import DatasetUnavailableError, load_training_dataset
@@ -73,6 +73,7 @@ class RTCEScriptArguments(DataArguments):
     )
     eval_temperatures: list[float] = field(default_factory=lambda: [0.0], metadata={"help": "0: greedy"})
     eval_n: int = field(default=1, metadata={"help": "completions per prompt in that evaluation (Pass@5: 5)"})
+    eval_backend: str = eval_backend_field()
 
     def __post_init__(self) -> None:
         super().__post_init__()

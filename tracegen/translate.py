@@ -44,7 +44,7 @@ GENERATION_ERROR = "generation_error"
 """The reason of a translation whose generation failed (made again by a rerun)."""
 logger = logging.getLogger(__name__)
 SUMMARY_FILE = "summary.json"
-BACKENDS = ("template", "transformers", "vllm")
+BACKENDS = ("template", "transformers", "vllm", "openai")
 DEFAULT_MAX_STEPS = 40
 DEFAULT_VALUE_CHARS = 300
 DEFAULT_MIN_VALUE_SHARE = 0.5
@@ -345,8 +345,11 @@ def llm_translate(records: Sequence[Mapping[str, Any]], backend: Any, sampling: 
     return outputs
 
 
-def _resolve_backend(backend: str | Any, model: str | None, sampling: Any) -> tuple[Any, Any, str]:
-    """(backend object or None for the template, sampling, backend name)."""
+def _resolve_backend(
+    backend: str | Any, model: str | None, sampling: Any, backend_options: Any = None
+) -> tuple[Any, Any, str]:
+    """(backend object or None for the template, sampling, backend name); a named LLM backend is built from
+    `backend_options` (`kt_train.generation.BackendOptions`: the server's URL for openai)."""
     if isinstance(backend, str):
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -354,9 +357,12 @@ def _resolve_backend(backend: str | Any, model: str | None, sampling: Any) -> tu
             return None, sampling, "template"
         if not model:
             raise ValueError(f"the {backend} backend needs a model")
-        from kt_train.generation import SamplingConfig, get_backend
+        from kt_train.generation import BackendOptions, SamplingConfig, make_backend
 
-        return get_backend(backend, model), sampling or SamplingConfig(), backend
+        options = backend_options if backend_options is not None else BackendOptions(backend=backend)
+        if options.backend != backend:
+            raise ValueError(f"backend {backend!r} with options for {options.backend!r}")
+        return make_backend(options, model), sampling or SamplingConfig(), backend
     if sampling is None:
         from kt_train.generation import SamplingConfig
 
@@ -444,6 +450,7 @@ def translate_traces(
     min_value_share: float = DEFAULT_MIN_VALUE_SHARE,
     batch_size: int = BATCH_SIZE,
     options: RunOptions | None = None,
+    backend_options: Any = None,
 ) -> dict[str, Any]:
     """Translate the kept records of `traces_dir`/traces.jsonl into `output_dir`/translations.jsonl; return summary.
 
@@ -457,7 +464,7 @@ def translate_traces(
     if not path_in.is_file():
         raise FileNotFoundError(f"no {TRACES_FILE} in {traces_dir} (collect it with `kt traces collect`)")
     records = [r for r in read_jsonl(path_in) if r.get("kept")]
-    engine, sampling, name = _resolve_backend(backend, model, sampling)
+    engine, sampling, name = _resolve_backend(backend, model, sampling, backend_options)
     settings = {
         "traces_sha256": content_hash(path_in), "backend": name, "model": model, "model_sha256": model_hash(model),
         "sampling": asdict(sampling) if engine is not None else None, "max_steps": max_steps,

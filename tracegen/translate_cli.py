@@ -13,18 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from kt_train.cli import fail
+from kt_train.generation import BackendOptions
 from tracegen.translate import BACKENDS, DEFAULT_MAX_STEPS, DEFAULT_MIN_VALUE_SHARE
 
 DEFAULT_MAX_CHARS = 32768
 
 
 @dataclass
-class TranslateConfig:
+class TranslateConfig(BackendOptions):
     """The options of `kt traces translate`."""
 
     traces: str = field(metadata={"help": "directory with traces.jsonl", "metavar": "DIR"})
     output: str = field(metadata={"help": "directory for translations.jsonl and summary.json", "metavar": "DIR"})
-    backend: str = field(default="template", metadata={"help": "template: no model", "choices": BACKENDS})
+    backend: str = field(  # type: ignore[assignment]  # BackendOptions' names, and the template
+        default="template",
+        kw_only=True,
+        metadata={
+            "help": "template: no model; transformers, vllm (in process) or openai (--base-url)",
+            "choices": BACKENDS,
+        },
+    )
     model: str | None = field(
         default=None, metadata={"help": "model of the LLM backends (transformers: none = the embedded model)"}
     )
@@ -38,16 +46,14 @@ class TranslateConfig:
     quiet: bool = field(default=False, metadata={"help": "no progress bar"})
 
     def __post_init__(self) -> None:
-        if self.backend == "vllm" and not self.model:
-            raise ValueError("--model is required with --backend vllm")
+        super().__post_init__()
+        if self.backend == "openai" and not self.model:
+            raise ValueError("--model (the name the server serves) is required with --backend openai")
         if self.max_steps < 2:
             raise ValueError("--max-steps must be >= 2")
         if not 0.0 <= self.min_value_share <= 1.0:
             raise ValueError("--min-value-share must be between 0 and 1")
-        if self.model is not None:
-            from kt_train.models import check_model_name
-
-            check_model_name(self.model)
+        self.check_model(self.model)
 
 
 def _translate(args: argparse.Namespace) -> int:
@@ -75,6 +81,7 @@ def _translate(args: argparse.Namespace) -> int:
         max_steps=config.max_steps,
         min_value_share=config.min_value_share,
         options=options_from(RunOptions, args),
+        backend_options=None if config.backend == "template" else config,
     )
     print(json.dumps(summary, indent=2))
     return 0

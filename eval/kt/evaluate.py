@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
@@ -22,7 +22,15 @@ from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
 from eval.predictions import read_prediction_rows
-from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.generation import (
+    FREE_BACKEND_OPTIONS,
+    GENERATION_ERRORS,
+    BackendOptions,
+    GenerationBackend,
+    SamplingConfig,
+    make_backend,
+    with_retries,
+)
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 
 COMPLETIONS = "completions"
@@ -35,7 +43,7 @@ NATURAL_MODULUS = 256
 
 
 @dataclass
-class KTEvalConfig:
+class KTEvalConfig(BackendOptions):
     """One evaluation run."""
 
     dataset: str = field(metadata={"help": "KT set folder (`kt dsl eval-set` or `kt kt-data`)", "metavar": "DIR"})
@@ -49,7 +57,6 @@ class KTEvalConfig:
         default=None, metadata={"help": "JSONL of existing completions (id, completion)", "metavar": "FILE"}
     )
     prompt: PromptStyle = field(default="zero-shot", metadata={"help": "zero-shot or cot (Python mode)"})
-    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     num_samples: int = field(default=1, metadata={"help": "completions per sequence; an item keeps its best"})
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
     max_new_tokens: int = field(default=512, metadata={"help": "tokens per completion"})
@@ -69,14 +76,13 @@ class KTEvalConfig:
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.model is None) == (self.predictions is None):
             raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
         if self.adapter is not None and self.model is None:
             raise ValueError("--adapter needs --model")
-        if self.model is not None:
-            from kt_train.models import check_model_name
-
-            check_model_name(self.model)
+        self.check_model(self.model)
+        self.check_adapter(self.adapter)
         if self.num_samples < 1:
             raise ValueError(f"--num-samples must be >= 1, got {self.num_samples}")
         if self.num_samples > 1 and self.temperature == 0 and self.model is not None:
@@ -103,12 +109,8 @@ BackendFactory = Callable[[KTEvalConfig], GenerationBackend]
 
 
 def default_backend(config: KTEvalConfig) -> GenerationBackend:
-    from kt_train.generation import get_backend
-
     assert config.model is not None  # checked by KTEvalConfig
-    if config.backend == "vllm":
-        return get_backend("vllm", config.model, adapter=config.adapter)
-    return get_backend("transformers", config.model, adapter=config.adapter, dtype="float32")
+    return make_backend(config, config.model, adapter=config.adapter, seed=config.seed)
 
 
 def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str | None]]:
@@ -206,7 +208,8 @@ def score_items(
 def eval_settings(config: KTEvalConfig, dataset: KTDataset) -> dict[str, Any]:
     """What decides the evaluation's output: the config (less where it goes), the model, adapter and predictions
     by content, the dataset's fingerprint and the code version."""
-    settings = {k: v for k, v in asdict(config).items() if k not in {"output", "wandb_project"}}
+    free = {"output", "wandb_project", *FREE_BACKEND_OPTIONS}
+    settings = {k: v for k, v in asdict(config).items() if k not in free}
     settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items), "version": VERSION}
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
     settings["adapter_sha256"] = adapter_hash(config.adapter)

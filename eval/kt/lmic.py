@@ -202,10 +202,14 @@ class LMiCCoder:
 
         inputs = torch.tensor([token_ids], device=self.config.device)
         if self._restricted_head:
-            hidden = self.model.base_model(input_ids=inputs, cache=cache, use_cache=True).last_hidden_state[0, -1]
+            hidden = self.model.base_model(input_ids=inputs, past_key_values=cache, use_cache=True).last_hidden_state[
+                0, -1
+            ]
             logits = torch.nn.functional.linear(hidden, self._head_weight, self._head_bias)
         else:
-            logits = self.model(input_ids=inputs, cache=cache, use_cache=True).logits[0, -1, self.alphabet_ids]
+            logits = self.model(input_ids=inputs, past_key_values=cache, use_cache=True).logits[
+                0, -1, self.alphabet_ids
+            ]
         return logits.float().cpu().numpy()
 
     def _new_window(self) -> tuple[Any, np.ndarray]:

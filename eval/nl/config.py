@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from kt_train.generation import SamplingConfig
+from kt_train.generation import BackendOptions, SamplingConfig
 
 if TYPE_CHECKING:
     from eval.nl.models import Participant
 
 
 @dataclass
-class NLRunConfig:
+class NLRunConfig(BackendOptions):
     """One run of the round-trip protocol."""
 
     suite: str = field(metadata={"help": "suite folder (`kt nl suite`)", "metavar": "DIR"})
@@ -36,7 +36,6 @@ class NLRunConfig:
     thinking: bool = field(
         default=False, metadata={"help": "let reasoning models think (chat template enable_thinking; the paper: off)"}
     )
-    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
     judge_workers: int = field(default=1, metadata={"help": "processes judging answers with sympy"})
     seed: int = field(default=42, metadata={"help": "seed of the subset, the templates and the classifier"})
@@ -51,6 +50,7 @@ class NLRunConfig:
     wandb_project: str | None = field(default=None, metadata={"help": "log the report to this W&B project"})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.generators or not self.extractors:
             raise ValueError("give at least one --generators and one --extractors")
         for name in ("generator_shots", "extractor_shots"):
@@ -63,7 +63,6 @@ class NLRunConfig:
 
     def participants(self) -> tuple[list[Participant], list[Participant]]:
         from eval.nl.models import parse_participant
-        from kt_train.models import check_model_name
 
         generators = [parse_participant(spec, "generator") for spec in self.generators]
         extractors = [parse_participant(spec, "extractor") for spec in self.extractors]
@@ -72,8 +71,8 @@ class NLRunConfig:
             if len(set(labels)) != len(labels):
                 raise ValueError(f"two {role}s share a label in {labels}; name them LABEL=MODEL")
         for participant in (*generators, *extractors):
-            if participant.model is not None:
-                check_model_name(participant.model)
+            self.check_model(participant.model)
+            self.check_adapter(participant.adapter)
         return generators, extractors
 
     def sampling(self, max_new_tokens: int) -> SamplingConfig:

@@ -43,7 +43,7 @@ from eval.nl.models import (
     read_outputs,
 )
 from eval.nl.oracle import judge_many
-from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
+from kt_train.generation import FREE_BACKEND_OPTIONS, GenerationBackend, SamplingConfig, with_retries
 from kt_train.models import ModelUnavailableError
 from kt_train.records import run_resumable
 from kt_train.stages import RunFolder, RunOptions
@@ -59,18 +59,14 @@ BackendFactory = Callable[[Participant, NLRunConfig], GenerationBackend]
 
 
 def default_backend(participant: Participant, config: NLRunConfig) -> GenerationBackend:
-    from kt_train.generation import get_backend
+    from kt_train.generation import make_backend
 
     assert participant.model is not None  # only language models get a backend
     template = {"enable_thinking": config.thinking}  # templates without the variable ignore it
     try:
-        if config.backend == "vllm":
-            return get_backend(
-                "vllm", participant.model, adapter=participant.adapter, seed=config.seed, chat_template_kwargs=template
-            )
-        return get_backend(
-            "transformers", participant.model, adapter=participant.adapter, dtype="float32",
-            batch_size=config.batch_size, chat_template_kwargs=template,
+        return make_backend(
+            config, participant.model, adapter=participant.adapter, chat_template_kwargs=template,
+            batch_size=config.batch_size, seed=config.seed,
         )  # fmt: skip
     except OSError as exc:  # not found locally, and the hub is offline or has no such model
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -334,7 +330,8 @@ def run_nl(
         raise ValueError(f"kt nl run evaluates the {' and '.join(DOMAINS)} suites, not {domain!r}")
     rows = select_expressions(without_shots(suite, domain), config.max_expressions, config.seed)
     output = Path(config.output)
-    free = {"output", "generators", "extractors", "wandb_project", "panels", "backend", "batch_size", "judge_workers"}
+    free = {"output", "generators", "extractors", "wandb_project", "panels", "batch_size", "judge_workers"}
+    free |= {"backend", "server_extensions", *FREE_BACKEND_OPTIONS}  # greedy: the same texts whoever serves them
     settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
     settings["version"] = VERSION

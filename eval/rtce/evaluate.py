@@ -26,7 +26,7 @@ from eval.rtce.repair import repair_rows, with_repairs
 from eval.rtce.report import log_to_wandb, write_report
 from eval.rtce.roundtrip import roundtrip_cases, run_roundtrips
 from eval.rtce.scoring import SCORING_MODES, ReleaseContext, Scoring, score_completions
-from kt_train.generation import GenerationBackend, SamplingConfig
+from kt_train.generation import FREE_BACKEND_OPTIONS, BackendOptions, GenerationBackend, SamplingConfig, make_backend
 from kt_train.records import write_jsonl
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 from tracegen.benchmark import load_summary
@@ -39,7 +39,7 @@ VERSION = 3
 
 
 @dataclass
-class RTCEEvalConfig:
+class RTCEEvalConfig(BackendOptions):
     """One RTCE evaluation run."""
 
     benchmark: str = field(metadata={"help": "benchmark folder (`kt rtce build`) holding rtce.json", "metavar": "DIR"})
@@ -76,7 +76,6 @@ class RTCEEvalConfig:
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
     max_new_tokens: int = field(default=16384, metadata={"help": "tokens per completion (the paper: 16,384)"})
     seed: int = field(default=42, metadata={"help": "sampling seed"})
-    backend: Literal["transformers", "vllm"] = field(default="transformers", metadata={"help": "generation backend"})
     scoring: Scoring = field(
         default="strict",
         metadata={
@@ -105,15 +104,14 @@ class RTCEEvalConfig:
     wandb_project: str | None = field(default=None, metadata={"help": "log tables and plots to this W&B project"})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.model is None) == (self.predictions is None):
             raise ValueError("give exactly one of --model (generate) and --predictions (score existing completions)")
         if self.adapters and self.model is None:
             raise ValueError("--adapter needs --model")
-        if self.model is not None:
-            from kt_train.models import check_model_name
-
-            check_model_name(self.model)
+        self.check_model(self.model)
         for label, path in self.adapters.items():
+            self.check_adapter(path)
             if label == BASE:
                 raise ValueError(f"the label {BASE!r} is the base model's; name the adapter otherwise")
             if not (Path(path) / "adapter_config.json").is_file():
@@ -144,12 +142,8 @@ BackendFactory = Callable[[ModelSpec, RTCEEvalConfig], GenerationBackend]
 
 
 def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBackend:
-    from kt_train.generation import get_backend
-
     system_prompt = load_summary(config.benchmark).get("system_prompt")  # the benchmark's prompt style's
-    if config.backend == "vllm":
-        return get_backend("vllm", spec.model, adapter=spec.adapter, seed=config.seed, system_prompt=system_prompt)
-    return get_backend("transformers", spec.model, adapter=spec.adapter, dtype="float32", system_prompt=system_prompt)
+    return make_backend(config, spec.model, adapter=spec.adapter, system_prompt=system_prompt, seed=config.seed)
 
 
 def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
@@ -191,7 +185,7 @@ def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[
     settings = {
         k: v
         for k, v in asdict(config).items()
-        if k not in {"output", "wandb_project", "retries", "backoff_s", "scoring"}
+        if k not in {"output", "wandb_project", "retries", "backoff_s", "scoring", *FREE_BACKEND_OPTIONS}
     }
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
     settings["adapters_sha256"] = {label: adapter_hash(path) for label, path in config.adapters.items()}

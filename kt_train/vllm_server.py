@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -73,6 +72,6 @@ def wait_until_serving(base_url: str, timeout_s: float = 600.0, alive: Any = Non
             raise RuntimeError(f"the server for {base_url} exited before it was ready")
         try:
             return served_models(base_url)
-        except (OSError, urllib.error.URLError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError):  # a URLError is an OSError
             time.sleep(2.0)
     raise TimeoutError(f"no server answered at {base_url} within {timeout_s:.0f} s")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 from kt_train.models import DType, get_model, get_tokenizer
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,10 @@ class GenerationBackend(Protocol):
 # ---- shared helpers (used by every backend) -------------------------------------------------------------------
 
 
+class GenerationError(RuntimeError):
+    """A generation that failed in the engine or the server (its error, one line): retried, then recorded."""
+
+
 GENERATION_ERRORS = (RuntimeError, OSError, ConnectionError, TimeoutError)
 """What a failed generation request raises (a server hiccup, memory): retried, then recorded as a failure."""
 
@@ -78,9 +83,19 @@ def with_retries(call: Callable[..., T], *args: Any, retries: int = 2, backoff_s
     raise AssertionError("unreachable")
 
 
-def kept_indices(prompts: Sequence[str], max_prompt_chars: int) -> list[int]:
-    """Indices of the prompts that are short enough to be sent to the model."""
-    return [i for i, prompt in enumerate(prompts) if len(prompt) <= max_prompt_chars]
+def kept_indices(
+    prompts: Sequence[str],
+    max_prompt_chars: int,
+    count_tokens: Callable[[str], int] | None = None,
+    context_tokens: int | None = None,
+) -> list[int]:
+    """Indices of the prompts short enough to be sent to the model: at most `max_prompt_chars` characters and, when
+    `count_tokens` is given, fewer tokens than the model's context (`context_tokens`), so that at least one token
+    can be generated. A kept prompt generates until its stop, `max_new_tokens`, or the end of the context."""
+    kept = [i for i, prompt in enumerate(prompts) if len(prompt) <= max_prompt_chars]
+    if count_tokens is None or context_tokens is None:
+        return kept
+    return [i for i in kept if count_tokens(prompts[i]) < context_tokens]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
@@ -110,6 +125,18 @@ def shape_results(
 # ---- transformers ---------------------------------------------------------------------------------------------
 
 
+class ContextLimit:
+    """A `generate` stopping criterion: each sequence stops when it fills the model's context (its prompt plus what
+    it generated), as vLLM stops it, instead of generating past the positions the model was trained on."""
+
+    def __init__(self, room: torch.Tensor, prompt_width: int) -> None:
+        self.room = room  # per row: the context left after the prompt
+        self.prompt_width = prompt_width  # the padded prompt's width: generated tokens follow it
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        return (input_ids.shape[1] - self.prompt_width >= self.room).to(input_ids.device)
+
+
 class TransformersBackend:
     """Batched `model.generate` with left padding; deterministic for a given seed and batch composition."""
 
@@ -121,8 +148,10 @@ class TransformersBackend:
         apply_chat_template: bool = True,
         chat_template_kwargs: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        max_model_len: int | None = None,
     ) -> None:
         self.model = model
+        self.context_tokens = max_model_len or getattr(model.config, "max_position_embeddings", None)
         self.system_prompt = system_prompt
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(model.name_or_path)
         if self.tokenizer.pad_token is None:
@@ -141,12 +170,26 @@ class TransformersBackend:
             **self.chat_template_kwargs,
         )
 
+    def _encode(self, texts: list[str]) -> Any:
+        return self.tokenizer(
+            texts,
+            return_tensors="pt",
+            padding=True,
+            padding_side="left",
+            add_special_tokens=not self.apply_chat_template,  # the chat template holds them already
+        )
+
+    def count_tokens(self, prompt: str) -> int:
+        """Tokens of `prompt` as the model sees it (chat template and system prompt included)."""
+        return int(self._encode([self._format(prompt)])["input_ids"].shape[1])
+
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
-        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars` or the
+        model's context); a text ends at the end of the context at the latest."""
         import torch
         from tqdm.auto import tqdm
 
-        kept = kept_indices(prompts, sampling.max_prompt_chars)
+        kept = kept_indices(prompts, sampling.max_prompt_chars, self.count_tokens, self.context_tokens)
         texts = [self._format(prompts[i]) for i in kept]
         greedy = sampling.temperature == 0
         gen_kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "do_sample": not greedy}
@@ -164,22 +207,32 @@ class TransformersBackend:
         batches = range(0, len(texts), self.batch_size)
         for start in tqdm(batches, desc="generate", unit="batch", disable=not batches):
             batch = texts[start : start + self.batch_size]
-            enc = self.tokenizer(
-                batch,
-                return_tensors="pt",
-                padding=True,
-                padding_side="left",
-                add_special_tokens=not self.apply_chat_template,  # the chat template holds them already
-            ).to(device)
+            enc = self._encode(batch).to(device)
+            per_prompt = 1 if greedy else sampling.n
+            batch_kwargs = gen_kwargs | self._context_limit(enc, per_prompt, sampling.max_new_tokens)
             torch.manual_seed(sampling.seed)
             with torch.inference_mode():
-                out = self.model.generate(**enc, pad_token_id=self.tokenizer.pad_token_id, **gen_kwargs)
+                out = self.model.generate(**enc, pad_token_id=self.tokenizer.pad_token_id, **batch_kwargs)
             decoded = self.tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-            per_prompt = 1 if greedy else sampling.n
             for j in range(len(batch)):
                 group = decoded[j * per_prompt : (j + 1) * per_prompt]
                 outputs.append(group * sampling.n if greedy else group)  # greedy: n identical texts
         return shape_results(len(prompts), kept, outputs, sampling.stop)
+
+    def _context_limit(self, enc: Any, per_prompt: int, max_new_tokens: int) -> dict[str, Any]:
+        """`generate` kwargs that stop each row of a batch at the end of the context (none when all fit)."""
+        if self.context_tokens is None:
+            return {}
+        room = self.context_tokens - enc["attention_mask"].sum(dim=1)
+        if int(room.min()) >= max_new_tokens:
+            return {}
+        from transformers import StoppingCriteriaList
+
+        limit = ContextLimit(room.repeat_interleave(per_prompt), int(enc["input_ids"].shape[1]))
+        return {
+            "max_new_tokens": min(max_new_tokens, int(room.max())),
+            "stopping_criteria": StoppingCriteriaList([limit]),
+        }
 
 
 # ---- choosing a backend -----------------------------------------------------------------------------------------

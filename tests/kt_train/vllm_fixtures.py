@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kt_train.generation import SamplingConfig, TransformersBackend
+from kt_train.generation import SamplingConfig, TransformersBackend, chat_messages
 
 NAME = "smollm2-135m-instruct"
 PROMPTS = [
@@ -24,6 +24,30 @@ GREEDY = SamplingConfig(temperature=0, max_new_tokens=32)
 SAMPLED = SamplingConfig(temperature=0.8, max_new_tokens=16, n=3, seed=7)
 STOPPED = SamplingConfig(temperature=0, max_new_tokens=48, stop=["4", "\n\n"])
 SYSTEM = "You answer in French."
+CONTEXT = 2048
+"""The test engines' context (`max_model_len`), in process and served."""
+
+
+def chat_tokens(prompt: str) -> int:
+    """Tokens of `prompt` in the embedded model's chat template (its default system message included)."""
+    from kt_train.models import get_tokenizer
+
+    tokenizer = get_tokenizer(NAME)
+    text = tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def prompt_of_tokens(tokens: int) -> str:
+    """A prompt that is exactly `tokens` tokens long in the chat template (" x" is one token)."""
+    prompt = "Continue this list:"
+    prompt += " x" * (tokens - chat_tokens(prompt))
+    assert chat_tokens(prompt) == tokens
+    return prompt
+
+
+def edge_prompts() -> list[str]:
+    """Prompts at the end of the context: room for 10 new tokens, a prompt over the context, room for one."""
+    return [prompt_of_tokens(CONTEXT - 10), prompt_of_tokens(CONTEXT + 5), prompt_of_tokens(CONTEXT - 1)]
 
 
 def save_random_adapter(folder: Path) -> Path:
@@ -67,11 +91,16 @@ class ReferenceTexts:
         system_prompt: str | None = None,
         chat: bool = True,
         adapted: bool = False,
+        context: int | None = None,
     ) -> list[list[str] | None]:
-        key = (tuple(prompts), repr(sampling), system_prompt, chat, adapted)
+        key = (tuple(prompts), repr(sampling), system_prompt, chat, adapted, context)
         if key not in self._texts:
             backend = TransformersBackend(
-                self._model(adapted), batch_size=len(prompts), apply_chat_template=chat, system_prompt=system_prompt
+                self._model(adapted),
+                batch_size=len(prompts),
+                apply_chat_template=chat,
+                system_prompt=system_prompt,
+                max_model_len=context,
             )
             self._texts[key] = backend.generate(prompts, sampling)
         return self._texts[key]

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from kt_train.generation import SamplingConfig
     from kt_train.models import get_tokenizer
-    from tracegen.translate import parse_answer, translate_traces, value_share
+    from tracegen.translate import GENERATION_ERROR, parse_answer, translate_traces, value_share
 
     machine = machine_check(os.cpu_count() or 1, skip=True)
     sampling = SamplingConfig(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
             [json.loads(x) for x in (Path(tmp) / name / "translations.jsonl").read_text().splitlines()]
             for name in ("llm", "template")
         )
+    failed = summary["reasons"].get(GENERATION_ERROR, 0)
+    if failed:
+        print(f"measure_translation: {failed} of {len(chosen)} translations failed (see the log); nothing published")
+        return 1
     by_id = {r["id"]: r for r in records}
     template = {r["id"]: r for r in template_rows}
     all_cells: dict[Cell, list[dict[str, Any]]] = defaultdict(list)

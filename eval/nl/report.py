@@ -595,13 +595,18 @@ def scalar_summary(summary: Mapping[str, Any]) -> dict[str, float]:
 
 
 def log_report_to_wandb(
-    summary: Mapping[str, Any], output_dir: str | Path, project: str, config: Mapping[str, Any]
+    summary: Mapping[str, Any],
+    output_dir: str | Path,
+    project: str,
+    config: Mapping[str, Any],
+    items: pd.DataFrame | None = None,
 ) -> None:
-    """A W&B run (offline unless logged in; files under `output_dir`): the headline numbers, the matrix as a table and
-    the plots written by `write_report`."""
+    """A W&B run (offline unless logged in; files under `output_dir`): the headline numbers, the matrix as a table,
+    the results as a table of items (one row per expression, generator and extractor) and the plots written by
+    `write_report`."""
     import wandb
 
-    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
+    from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
     run = start_wandb_run(project, output, {"title": summary["title"], **config}, WANDB_JOB_TYPE)
@@ -614,7 +619,9 @@ def log_report_to_wandb(
                 [e, *(matrix["cells"][e][g] for g in matrix["generators"]), matrix["q_E"][e]]
                 for e in matrix["extractors"]
             ]
-            logged["matrix"] = wandb.Table(columns=columns, data=data)
+            logged["matrix_table"] = wandb.Table(columns=columns, data=data)  # "matrix" is the plot
+        if items is not None:
+            logged["items"] = wandb.Table(dataframe=items.astype(object).where(items.notna(), None))
         logged |= {Path(name).stem: wandb.Image(str(output / name)) for name in summary.get("plots", [])}
         run.log(logged)
         run.summary.update(scalar_summary(summary))

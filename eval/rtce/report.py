@@ -472,6 +472,28 @@ def write_report(
     return summary
 
 
+def headline_scalars(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The run's numbers for W&B's runs table: per model and temperature, EM / ES / pass@1 (and pass@5 when every
+    row has it) over all algorithms and per task (`{model}/T{temperature}/{task}/{metric}`), and the share of
+    inputs whose round trip failed although both tasks passed (`.../roundtrip/both_pass_roundtrip_fail`)."""
+    metrics = ["em", "es", "pass@1", *(["pass@5"] if summary["pass_metric"] == "pass@5" else [])]
+    scalars: dict[str, float] = {}
+    for (model, temperature), group in _group(summary["aggregated"], ("model", "temperature")).items():
+        prefix = f"{model}/T{temperature}"
+        per_task = [(key[0], records) for key, records in _group(group, ("task",)).items()]
+        for name, records in [("all", group), *per_task]:
+            for metric in metrics:
+                value = _mean([r[metric] for r in records if r.get(metric) is not None])
+                if value is not None:
+                    scalars[f"{prefix}/{name}/{metric}"] = value
+    for (model, temperature), group in _group(summary["roundtrip"], ("model", "temperature")).items():
+        inputs = sum(r["inputs"] for r in group)
+        if inputs:
+            failed = sum(r["both_pass_roundtrip_fail"] for r in group) / inputs
+            scalars[f"{model}/T{temperature}/roundtrip/both_pass_roundtrip_fail"] = failed
+    return scalars
+
+
 def _wandb_table(records: Sequence[Row], columns: Collection[str]) -> Any:
     import wandb
 
@@ -483,7 +505,7 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: st
     the scored rows, and the plots."""
     import wandb
 
-    from kt_train.training.wandb_logging import finish_wandb, start_wandb_run
+    from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
     run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval")
@@ -499,6 +521,7 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: st
                 "scores": _wandb_table(scores, [*score_columns, "em", "es", "pass@1", "pass@5", "any@5"]),
             }
             | {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in summary["plots"]}
+            | headline_scalars(summary)
         )
     finally:
         finish_wandb()

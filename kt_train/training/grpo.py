@@ -23,7 +23,7 @@ from trl import GRPOTrainer, ModelConfig, get_peft_config
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.rewards import Reward, get_reward_funcs
 from kt_train.training.data import drop_longer_than, take_samples
-from kt_train.training.lifecycle import TrainingRun, finished_run, start_run, train_and_finish
+from kt_train.training.lifecycle import TrainingRun, finished_run, run_config, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer, merge_adapter
 from kt_train.training.report import wandb_runs
 from kt_train.training.run_settings import run_settings
@@ -109,7 +109,8 @@ def run_grpo(
         )
         data_metrics = {"train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
         run = train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
-                               dataset_name=dataset_name, tags=tags)  # fmt: skip
+                               dataset_name=dataset_name, tags=tags,
+                               run_config=run_config(script_args, model_args))  # fmt: skip
         if trainer.accelerator.is_main_process:
             print_summary(run, training_args.output_dir)
         return run

@@ -8,6 +8,7 @@ model), tokenizer and generation config ending at EOS, a model card, and the W&B
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -15,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from transformers import Trainer, set_seed
+from transformers import Trainer, TrainerCallback, set_seed
 
 from kt_train.configs import TrainingConfig
 from kt_train.training.memory import keep_freed_memory
 from kt_train.training.model import check_trainable
+from kt_train.training.model_card import record_base_model, write_model_card
 from kt_train.training.run_settings import FINISHED_FILE, RunStart, decide, wandb_run_id
 from kt_train.training.wandb_logging import finish_wandb, init_wandb_training
 
@@ -33,6 +35,26 @@ class TrainingRun:
 
     metrics: dict[str, Any]
     trainer: Trainer | None
+
+
+def run_config(script_args: Any, model_args: Any) -> dict[str, Any]:
+    """The script and model arguments of a run, as plain values (for its W&B config)."""
+    plain = {"script_args": dataclasses.asdict(script_args), "model_args": dataclasses.asdict(model_args)}
+    return json.loads(json.dumps(plain, default=str))
+
+
+class WandbRunConfig(TrainerCallback):
+    """Adds a run's script and model arguments to its W&B config once the Trainer's W&B callback has started it."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        import sys
+
+        wandb = sys.modules.get("wandb")  # loaded by the W&B callback when the run reports to W&B
+        if state.is_world_process_zero and wandb is not None and wandb.run is not None:
+            wandb.config.update(self.config, allow_val_change=True)
 
 
 def start_run(training_args: TrainingConfig, settings: Mapping[str, Any]) -> RunStart:
@@ -50,6 +72,7 @@ def start_run(training_args: TrainingConfig, settings: Mapping[str, Any]) -> Run
         return start
     if training_args.resume_from_checkpoint:
         start = RunStart(str(training_args.resume_from_checkpoint))
+    training_args.run_name = training_args.run_name or Path(training_args.output_dir).resolve().name
     init_wandb_training(training_args, wandb_run_id(training_args.output_dir))
     if start.checkpoint is not None:
         logger.info("resuming from %s", start.checkpoint)
@@ -71,10 +94,14 @@ def train_and_finish(
     *,
     dataset_name: str,
     tags: Sequence[str],
+    run_config: Mapping[str, Any] | None = None,
 ) -> TrainingRun:
     """Check that every layer is trainable, train (resuming from `checkpoint`), then `finish_run` with the train
-    metrics and the data figures."""
+    metrics and the data figures. `run_config` (the script and model arguments) goes into the W&B run's config
+    beside the training arguments the Trainer logs."""
     check_trainable(trainer.model)
+    config = {"dataset_name": dataset_name, **data_metrics, **(run_config or {})}
+    trainer.add_callback(WandbRunConfig(config))
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {**result.metrics, **data_metrics}
     return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
@@ -94,30 +121,43 @@ def finish_run(
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()
-    save_outputs(trainer, tokenizer, training_args, dataset_name=dataset_name, tags=tags)
+    save_outputs(trainer, tokenizer, training_args, dataset_name=dataset_name, tags=tags, metrics=metrics)
     finish_wandb()
     return TrainingRun(metrics, trainer)
 
 
 def save_outputs(
-    trainer: Trainer, tokenizer: Any, training_args: TrainingConfig, *, dataset_name: str, tags: Sequence[str]
+    trainer: Trainer,
+    tokenizer: Any,
+    training_args: TrainingConfig,
+    *,
+    dataset_name: str,
+    tags: Sequence[str],
+    metrics: Mapping[str, Any] | None = None,
 ) -> None:
-    """Adapter (or full model) and tokenizer, generation config ending at EOS, model card."""
+    """Adapter (or full model) naming its base by hub id where it has one, tokenizer, generation config ending at
+    EOS, model card (`model_card.py`)."""
     output_dir = training_args.output_dir
     trainer.model.generation_config.eos_token_id = tokenizer.eos_token_id
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
         trainer.model.generation_config.save_pretrained(output_dir)
-        trainer.create_model_card(dataset_name=dataset_name, tags=["kt-train", *tags])
-        kind = "adapter" if hasattr(trainer.model, "peft_config") else "model"
-        base = getattr(trainer.model.config, "_name_or_path", "?")
-        logger.info("saved the %s (base %s) to %s", kind, base, output_dir)
+        adapter = hasattr(trainer.model, "peft_config")
+        local_base = getattr(trainer.model.config, "_name_or_path", None)
+        base = record_base_model(output_dir, local_base)
+        write_model_card(
+            output_dir, base=base, local_base=local_base, adapter=adapter, dataset_name=dataset_name, tags=tags,
+            metrics=metrics or {}, trainer_name=getattr(trainer, "_name", type(trainer).__name__),
+            hub_model_id=training_args.hub_model_id,
+        )  # fmt: skip
+        logger.info("saved the %s (base %s) to %s", "adapter" if adapter else "model", base, output_dir)
 
 
 __all__ = [
     "TrainingRun",
     "finish_run",
     "finished_run",
+    "run_config",
     "save_outputs",
     "start_run",
     "train_and_finish",

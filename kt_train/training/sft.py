@@ -17,7 +17,7 @@ from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import drop_longer_than, take_samples, to_prompt_completion
-from kt_train.training.lifecycle import TrainingRun, finished_run, start_run, train_and_finish
+from kt_train.training.lifecycle import TrainingRun, finished_run, run_config, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer
 from kt_train.training.run_settings import run_settings
 
@@ -70,7 +70,8 @@ def run_sft(
     )
     data_metrics = {"train_samples": len(train_dataset), "train_rows_over_max_length": dropped}
     return train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
-                            dataset_name=dataset_name, tags=tags)  # fmt: skip
+                            dataset_name=dataset_name, tags=tags,
+                            run_config=run_config(data_args, model_args))  # fmt: skip
 
 
 __all__ = ["SFTRun", "prepare_dataset", "run_sft"]

@@ -2,50 +2,16 @@
 
 from __future__ import annotations
 
-import netrc
 import os
 from pathlib import Path
-from typing import Any
 
 from kt_train.configs import TrainingConfig
-
-_WANDB_HOST = "api.wandb.ai"
-
-
-def logged_in() -> bool:
-    """Whether W&B credentials exist (WANDB_API_KEY, or a ~/.netrc entry for api.wandb.ai as `wandb login` writes)."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    try:
-        return netrc.netrc().authenticators(_WANDB_HOST) is not None
-    except (FileNotFoundError, netrc.NetrcParseError, OSError):
-        return False
+from kt_train.wandb_runs import finish_wandb, logged_in
 
 
 def reports_to_wandb(training_args: TrainingConfig) -> bool:
     report_to = training_args.report_to
     return report_to == "wandb" or report_to == "all" or (isinstance(report_to, list) and "wandb" in report_to)
-
-
-def start_wandb_run(project: str, directory: Path | str, config: dict[str, Any], job_type: str) -> Any:
-    """A W&B run for an evaluation: offline unless logged in (an explicit WANDB_MODE wins), files under `directory`."""
-    import wandb
-
-    if not logged_in():
-        os.environ.setdefault("WANDB_MODE", "offline")
-    return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type)
-
-
-def finish_wandb() -> None:
-    """End this process's W&B run, evaluation or training, and reset W&B, so that the next run in the same process
-    gets its own settings (the W&B singleton otherwise keeps the first run's WANDB_DIR)."""
-    try:
-        import wandb
-    except ImportError:
-        return
-    if wandb.run is not None:
-        wandb.finish()
-    wandb.teardown()
 
 
 def init_wandb_training(training_args: TrainingConfig, run_id: str | None = None) -> Path | None:
@@ -75,3 +41,6 @@ def init_wandb_training(training_args: TrainingConfig, run_id: str | None = None
     directory.mkdir(parents=True, exist_ok=True)
     os.environ["WANDB_DIR"] = str(directory)
     return directory
+
+
+__all__ = ["finish_wandb", "init_wandb_training", "reports_to_wandb"]

@@ -11,12 +11,15 @@ import torch
 from datasets import Dataset
 from peft import PeftModel
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from trl import ModelConfig
 
+from kt_train.cli import main
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.models import DEFAULT_MODEL, get_model, get_tokenizer
 from kt_train.training.run_settings import SettingsMismatch, wandb_run_id
 from kt_train.training.sft import SFTRun, run_sft
+from tests.wandb_records import run_records
 
 PROBE = "Question: what is 7 + 8? Answer:"
 
@@ -88,7 +91,42 @@ def test_saved_outputs(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -
         assert (output / name).is_file(), name
     generation = json.loads((output / "generation_config.json").read_text())
     assert generation["eos_token_id"] == get_tokenizer(DEFAULT_MODEL).eos_token_id
-    assert "kt-train" in (output / "README.md").read_text()
+    card = (output / "README.md").read_text()
+    assert "kt-train" in card and "None" not in card
+    assert f"# {output.name}\n" in card and "on `arith`" in card  # the model and its data
+    assert "[HuggingFaceTB/SmolLM2-135M-Instruct](https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct)" in card
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "datasets:" not in card  # a local name
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in card and "- train_loss: " in card and "## Training\n\n```\n" in card
+    assert f'AutoPeftModelForCausalLM.from_pretrained("{output}")' in card
+    adapter_config = json.loads((output / "adapter_config.json").read_text())
+    assert adapter_config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"  # not a cache path
+
+
+def test_kt_export_merge(
+    lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The adapter merged into its base: a plain transformers folder with the trained logits, the run's tokenizer and
+    generation config, a card; offline, the hub id the adapter names is refused in one line naming the embedded
+    copy."""
+    run, output, _ = lora_run
+    merged = tmp_path / "merged"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hub"))  # no hub cache: the base is not there offline
+    command = ["export", "merge", "--adapter", str(output), "--output", str(merged)]
+    assert main(command) == 2 and not merged.exists()
+    assert "--model smollm2-135m-instruct" in capsys.readouterr().err
+    assert main([*command, "--model", DEFAULT_MODEL]) == 0
+    model = AutoModelForCausalLM.from_pretrained(merged, dtype=torch.float32)
+    assert not hasattr(model, "peft_config")
+    assert torch.allclose(_probe_logits(model), _probe_logits(run.trainer.model), atol=1e-4)
+    assert GenerationConfig.from_pretrained(merged).eos_token_id == get_tokenizer(DEFAULT_MODEL).eos_token_id
+    assert AutoTokenizer.from_pretrained(merged).chat_template == get_tokenizer(DEFAULT_MODEL).chat_template
+    card = (merged / "README.md").read_text()
+    assert f"The LoRA adapter `{output}` merged into [HuggingFaceTB/SmolLM2-135M-Instruct]" in card
+    assert "library_name: transformers" in card and "- train_loss: " in card
+    assert main([*command, "--model", DEFAULT_MODEL]) == 2  # the output folder exists: refused
 
 
 def test_adapter_save_reload_merge_same_logits(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
@@ -158,8 +196,11 @@ def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyP
     for name in ("first", "second"):
         runs = list((tmp_path / name / "wandb").glob("offline-run-*"))
         assert len(runs) == 1, name
-        assert list(runs[0].glob("*.wandb"))
         assert runs[0].name.endswith(f"-{wandb_run_id(tmp_path / name)}")  # the id a resumed run goes on with
+        config = run_records(runs[0])["config"]
+        assert config["run_name"] == name and config["dataset_name"] == "arith" and config["train_samples"] == 8
+        assert config["script_args"]["drop_longer"] is True and config["model_args"]["lora_r"] == 8
+        assert config["model_args"]["lora_target_modules"] == "all-linear" and config["learning_rate"] == 1e-3
 
 
 def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from eval.kt.natural import build_natural_dataset
 from eval.kt.report import PLOT_FILE, PREFIX_PLOT_FILE, REPORT_FILE, SUMMARY_FILE
 from eval.kt.scoring import joined_gzip_bits, sequence_gzip_bits
 from kt_train.cli import main
+from tests.wandb_records import run_records
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +202,14 @@ def test_the_summary_and_plots_go_to_an_offline_wandb_run(
     )
     run_kt_eval(config, progress=False)
     runs = list((out / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+    assert len(runs) == 1
+    (history,) = run_records(runs[0])["history"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert history["accuracy"] == summary["metrics"]["accuracy"] == 1.0  # the programs themselves: all correct
+    assert history["compression_rate"] == pytest.approx(summary["metrics"]["compression_rate"])
+    assert history["items/_type"] == "table-file" and history["items/nrows"] == 3
+    assert history["metrics_by_length/_type"] == history["correct_prefix/_type"] == "image-file"
+    assert not any(".png" in key for key in history)
 
 
 def test_sharded_evaluation_merges_byte_identical_to_one_run(synthetic: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from eval.nl.attribution import fault_attribution
 from eval.nl.matrix import communication_matrix
 from eval.nl.report import analyse, log_report_to_wandb, write_report
+from tests.wandb_records import run_records
 
 FEATURES = ["k", "d", "l_T", "generator_params", "extractor_params", "r_math"]
 CATEGORICAL = ["skeleton", "root_op", "generator_family"]
@@ -147,7 +148,15 @@ def test_log_report_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
-    summary = write_report(results_table(), tmp_path, FEATURES, CATEGORICAL)
-    log_report_to_wandb(summary, tmp_path, "nl-report-test", {"seed": 0})
+    frame = results_table()
+    summary = write_report(frame, tmp_path, FEATURES, CATEGORICAL)
+    log_report_to_wandb(summary, tmp_path, "nl-report-test", {"seed": 0}, items=frame)
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+    assert len(runs) == 1
+    logged = run_records(runs[0])
+    (history,) = logged["history"]
+    assert history["matrix/mean_cell"] == pytest.approx(summary["matrix"]["mean_cell"])
+    assert logged["summary"]["matrix/mean_cell"] == history["matrix/mean_cell"] and logged["config"]["seed"] == 0
+    assert history["matrix_table/_type"] == history["items/_type"] == "table-file"
+    assert history["items/nrows"] == len(frame) and history["matrix/_type"] == "image-file"
+    assert {history[f"{Path(name).stem}/_type"] for name in summary["plots"]} == {"image-file"}

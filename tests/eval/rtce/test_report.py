@@ -21,6 +21,7 @@ from eval.rtce.report import (
     table4_markdown,
     write_report,
 )
+from tests.wandb_records import run_records
 
 ALGORITHMS = ("ae", "lzw", "rle", "huffman")
 TASKS = ("output_pred", "output_pred_inv", "input_pred", "input_pred_inv")
@@ -238,4 +239,17 @@ def test_log_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: pytest.M
     summary = write_report(rows, [], tmp_path, "wandb", {"model": "base"})
     log_to_wandb(summary, rows, tmp_path, "rtce-test")
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+    assert len(runs) == 1
+    logged = run_records(runs[0])["history"]
+    assert len(logged) == 1  # one log call: scalars, tables and images together
+    history = logged[0]
+    records = summary["aggregated"]  # one algorithm: one record per task
+    assert len(records) == len(TASKS) and records[0]["em"] != records[1]["em"]
+    for record in records:
+        for metric in ("em", "es", "pass@1"):
+            assert history[f"base/T0.2/{record['task']}/{metric}"] == pytest.approx(record[metric])
+        assert f"base/T0.2/{record['task']}/pass@5" not in history  # n = 1 in one row: pass@1 is the headline
+    assert history["base/T0.2/all/em"] == pytest.approx(sum(r["em"] for r in records) / len(records))
+    assert history["scores/_type"] == "table-file" and history["scores/nrows"] == len(rows)
+    assert {history[f"{name.removesuffix('.png')}/_type"] for name in summary["plots"]} == {"image-file"}
+    assert not any(key.endswith(".png") or ".png/" in key for key in history)

@@ -163,6 +163,14 @@ def _corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="No progress bar.")
 
 
+def _export_chat(args: argparse.Namespace) -> int:
+    from dsl.seqcoder import export_chat
+
+    command = f"kt dsl export-chat --corpus {args.corpus} --output {args.output}"
+    print(json.dumps(export_chat(Path(args.corpus), Path(args.output), command)))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `kt dsl` and its subcommands."""
     dsl = subparsers.add_parser("dsl", help="KT sequence DSL: corpora, running, bits, rendering.")
@@ -184,6 +192,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     merge.add_argument("--quiet", action="store_true", help="No progress bar.")
     merge.add_argument("sources", nargs="+", help="Output directories of the shard runs.")
     merge.set_defaults(handler=_guarded(_merge))
+
+    export = commands.add_parser(
+        "export-chat", help="Write a corpus as SeqCoder chats (prompt/completion) that stock `trl sft` trains on."
+    )
+    export.add_argument("--corpus", required=True, help="A `kt dsl generate` corpus directory.")
+    export.add_argument("--output", required=True, help="Dataset directory to write.")
+    export.set_defaults(handler=_guarded(_export_chat))
 
     run = commands.add_parser("run", help="Run a program file; print its sequence as a JSON list.")
     run.add_argument("file", help="Program file ('-' for stdin).")

@@ -40,6 +40,31 @@ def to_seqcoder_chat(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+CHAT_DESCRIPTION = """SeqCoder training chats (KT paper, Section 4) made by `kt dsl export-chat` (kt-train) from a
+corpus of `kt dsl generate`: one conversational prompt/completion pair per program-sequence pair, the form stock
+`trl sft` trains on (loss on the completion only). Columns: `id` (the corpus row's id), `prompt` (one user turn: the
+sequence and the task), `completion` (one assistant turn: the shortest DSL program that prints the sequence)."""
+
+
+def export_chat(corpus: Path, output: Path, command: str | None = None) -> dict[str, Any]:
+    """Write the SeqCoder chats of a `kt dsl generate` corpus as a dataset (`kt_train.hf_dataset`); its summary."""
+    import pyarrow.parquet as pq
+
+    from kt_train.hf_dataset import CardInfo, table_of, write_hf_dataset
+
+    shards = sorted((corpus / "data").glob("*.parquet"))
+    if not shards:
+        raise FileNotFoundError(f"no Parquet shards in {corpus}/data (make the corpus with `kt dsl generate`)")
+    table = pq.ParquetDataset(shards).read(columns=["id", "sequence", "program"])
+    rows = [{"id": row["id"], **to_seqcoder_chat(row)} for row in table.to_pylist()]
+    info = CardInfo(
+        pretty_name=f"SeqCoder chats of {corpus.name}", description=CHAT_DESCRIPTION, command=command,
+        tags=("kolmogorov-test", "program-synthesis", "seqcoder"), language=("en", "code"),
+    )  # fmt: skip
+    write_hf_dataset(output, {"train": table_of(rows)}, info)
+    return {"rows": len(rows), "output": str(output)}
+
+
 def to_seqcoder_rl_row(row: dict[str, Any]) -> dict[str, Any]:
     """A corpus or evaluation-set row (`sequence`) as a GRPO row: the prompt, the sequence `kt_compression_reward`
     checks and the `format_pattern` of `format_reward`."""

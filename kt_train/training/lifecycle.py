@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,6 @@ class WandbRunConfig(TrainerCallback):
         self.config = dict(config)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        import sys
-
         wandb = sys.modules.get("wandb")  # loaded by the W&B callback when the run reports to W&B
         if state.is_world_process_zero and wandb is not None and wandb.run is not None:
             wandb.config.update(self.config, allow_val_change=True)

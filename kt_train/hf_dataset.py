@@ -10,7 +10,6 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -95,9 +94,4 @@ def write_hf_dataset(
     return root
 
 
-def table_of(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> pa.Table:
-    """An Arrow table of `rows` (dicts with the same keys)."""
-    return pa.Table.from_pylist(list(rows), schema=schema)
-
-
-__all__ = ["CardInfo", "card_text", "shard_names", "size_category", "table_of", "write_hf_dataset"]
+__all__ = ["CardInfo", "card_text", "shard_names", "size_category", "write_hf_dataset"]

@@ -56,6 +56,12 @@ def configure_logging(debug: bool, level: int = logging.INFO) -> None:
         logging.getLogger(name).setLevel(logging.DEBUG if debug else level)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def report_error(prog: str, exc: BaseException, debug: bool) -> int:
     """Print what went wrong: one line (the traceback first when debugging); exit status 2 for bad input (a value,
     file or key), 1 for anything else."""
@@ -69,4 +75,4 @@ def report_error(prog: str, exc: BaseException, debug: bool) -> int:
     return 2 if isinstance(exc, USER_ERRORS) else 1
 
 
-__all__ = ["DEBUG_ENV", "DEBUG_FLAG", "configure_logging", "report_error", "take_debug_flag"]
+__all__ = ["DEBUG_ENV", "DEBUG_FLAG", "configure_logging", "first_line", "report_error", "take_debug_flag"]

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kt_train.generation import GenerationError, SamplingConfig, chat_messages, kept_indices, shape_results
+from kt_train.logs import first_line
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +102,7 @@ class OpenAIBackend:
             raise GenerationError(self._error_line(exc)) from exc
 
     def _error_line(self, exc: Exception) -> str:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"{type(exc).__name__} from {self.client.base_url}: {message}"
+        return f"{type(exc).__name__} from {self.client.base_url}: {first_line(exc)}"
 
     def complete(self, prompt: str, sampling: SamplingConfig) -> list[str] | None:
         """`sampling.n` texts for one prompt (None if it is longer than the model's context); a server that returns

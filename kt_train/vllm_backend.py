@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kt_train.generation import GenerationError, SamplingConfig, chat_messages, kept_indices, shape_results
+from kt_train.logs import first_line
 from kt_train.models import resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -161,8 +162,7 @@ class VLLMBackend:
         try:
             results = self._generate([prompts[i] for i in kept], sampling)
         except VLLMError as exc:
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise GenerationError(f"{type(exc).__name__} from vLLM: {first_line}") from exc
+            raise GenerationError(f"{type(exc).__name__} from vLLM: {first_line(exc)}") from exc
         repeat = sampling.n if sampling.temperature == 0 else 1
         outputs = [[completion.text for completion in result.outputs] * repeat for result in results]
         return shape_results(len(prompts), kept, outputs, sampling.stop)

@@ -44,6 +44,7 @@ from eval.nl.models import (
 )
 from eval.nl.oracle import judge_many
 from kt_train.generation import FREE_BACKEND_OPTIONS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.logs import first_line
 from kt_train.models import ModelUnavailableError
 from kt_train.records import run_resumable
 from kt_train.stages import RunFolder, RunOptions
@@ -69,7 +70,7 @@ def default_backend(participant: Participant, config: NLRunConfig) -> Generation
             batch_size=config.batch_size, seed=config.seed,
         )  # fmt: skip
     except OSError as exc:  # not found locally, and the hub is offline or has no such model
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise ModelUnavailableError(f"cannot load {participant.model!r} ({participant.label}): {reason}") from exc
 
 

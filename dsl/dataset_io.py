@@ -17,10 +17,18 @@ import pyarrow.parquet as pq
 
 from dsl.blocks import sequence_digest
 from dsl.functions import FUNCTION_NAMES
+from kt_train.hf_dataset import (
+    CARD_FILE,
+    DATA_DIR,
+    ROWS_PER_SHARD,
+    CardInfo,
+    SplitSize,
+    clear_data,
+    shard_names,
+    write_card,
+)
 
-DATA_DIR = "data"
 MANIFEST = "generation.json"
-ROWS_PER_SHARD = 250_000
 ROWS_PER_GROUP = 50_000
 
 CORPUS_SCHEMA = pa.schema(
@@ -63,50 +71,15 @@ def corpus_stats(
     }
 
 
-def _card(name: str, manifest: dict[str, Any]) -> str:
+def _card_info(name: str, manifest: dict[str, Any]) -> CardInfo:
     stats = manifest["stats"]
-    features = [
-        ("id", "string"),
-        ("program", "string"),
-        ("sequence", None),
-        ("bits", "float64"),
-        ("num_lines", "int32"),
-        ("length", "int32"),
-    ]
-    feature_yaml = "\n".join(
-        f"  - name: {key}\n    dtype: {dtype}" if dtype else f"  - name: {key}\n    sequence: uint8"
-        for key, dtype in features
-    )
     shares = sorted(stats["function_share"].items(), key=lambda kv: -kv[1])
     share_rows = "\n".join(f"| {fn} | {share:.4f} |" for fn, share in shares)
     length, lines = stats["sequence_length"], stats["num_lines"]
-    return f"""---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: {DATA_DIR}/*.parquet
-dataset_info:
-  features:
-{feature_yaml}
-  splits:
-  - name: train
-    num_examples: {stats["num_pairs"]}
-tags:
-- kolmogorov-test
-- program-synthesis
----
-# {name}
-
-KT sequence-DSL program–sequence pairs made by `kt dsl` (kt-train). Each sequence appears once, with its shortest
-program by bits under the uniform prior (ties broken by program text). Columns: `id`, `program` (official DSL text),
-`sequence` (bytes 0..255), `bits`, `num_lines` (output line included), `length`.
-
-Rebuild it exactly with:
-
-```
-{manifest["command"]}
-```
+    description = f"""KT sequence-DSL program–sequence pairs made by `kt dsl` (kt-train; paper 003, §3). Each
+sequence appears once, with its shortest program by bits under the uniform prior (ties broken by program text).
+Columns: `id`, `program` (official DSL text), `sequence` (bytes 0..255), `bits`, `num_lines` (output line included),
+`length`. For chats that train with stock `trl sft`, run `kt dsl export-chat` on this folder.
 
 ## Statistics
 
@@ -133,13 +106,21 @@ Share of programs using each function:
 {json.dumps(manifest["settings"], indent=2, sort_keys=True)}
 ```
 """
+    return CardInfo(
+        pretty_name=name,
+        description=description,
+        command=manifest["command"],
+        language=("code",),
+        task_categories=("text-generation",),
+        tags=("kolmogorov-test", "program-synthesis", "compression"),
+    )
 
 
 def remove_dataset(directory: Path) -> None:
     """Delete the corpus files `write_dataset` made in `directory` (shards, card, manifest; nothing else)."""
     for shard in (directory / DATA_DIR).glob("*.parquet"):
         shard.unlink()
-    for name in ("README.md", MANIFEST):
+    for name in (CARD_FILE, MANIFEST):
         (directory / name).unlink(missing_ok=True)
 
 
@@ -155,22 +136,22 @@ def write_dataset(
 
     Shards are built and written on `threads` threads (pyarrow releases the GIL); output bytes do not depend on it.
     """
-    data_dir = directory / DATA_DIR
-    data_dir.mkdir(parents=True, exist_ok=True)
-    for stale in data_dir.glob("*.parquet"):
-        stale.unlink()
-    num_shards = max(1, -(-num_rows // ROWS_PER_SHARD))
+    data_dir = clear_data(directory)
+    names = shard_names("train", max(1, -(-num_rows // ROWS_PER_SHARD)))
 
-    def write(shard: int) -> None:
+    def write(shard: int) -> int:
         start, stop = shard * ROWS_PER_SHARD, min((shard + 1) * ROWS_PER_SHARD, num_rows)
-        path = data_dir / f"train-{shard:05d}-of-{num_shards:05d}.parquet"
-        with pq.ParquetWriter(path, CORPUS_SCHEMA, compression="zstd", write_statistics=False) as writer:
+        num_bytes = 0
+        with pq.ParquetWriter(data_dir / names[shard], CORPUS_SCHEMA, compression="zstd", write_statistics=False) as w:
             for group in range(start, stop, ROWS_PER_GROUP):  # one row group in memory at a time
-                writer.write_table(rows(group, min(group + ROWS_PER_GROUP, stop)), row_group_size=ROWS_PER_GROUP)
+                table = rows(group, min(group + ROWS_PER_GROUP, stop))
+                num_bytes += table.nbytes
+                w.write_table(table, row_group_size=ROWS_PER_GROUP)
+        return num_bytes
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        list(pool.map(write, range(num_shards)))
-    (directory / "README.md").write_text(_card(name, manifest))
+        num_bytes = sum(pool.map(write, range(len(names))))
+    write_card(directory, CORPUS_SCHEMA, {"train": SplitSize(num_rows, num_bytes)}, _card_info(name, manifest))
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, directory / MANIFEST)

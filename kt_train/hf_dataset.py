@@ -2,12 +2,15 @@
 (`data/<split>-00000-of-00001.parquet`) and a card whose metadata `load_dataset(DIR)` and the Hub read without a
 warning: `configs`, a full `dataset_info` (features, and splits with sizes), license, language, task categories, size
 category, tags, plus the command that made the dataset.
+
+Row ids follow one scheme (`row_id`): the item's id, then the parts that tell its rows apart, joined by `/`, e.g.
+`kt-dsl-42-17`, `rtce-42-0003/lzw/output_pred`, `rtce-42-0003/lzw/encode`, `arithmetic-d2-00004/e2w`.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +22,7 @@ CARD_FILE = "README.md"
 ROWS_PER_SHARD = 250_000
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))  # fmt: skip
+ID_PART = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,23 @@ class CardInfo:
     tags: Sequence[str] = field(default=(), metadata={"help": "free tags"})
 
 
+@dataclass(frozen=True)
+class SplitSize:
+    """A split's figures as `dataset_info` records them."""
+
+    num_examples: int = field(metadata={"help": "rows"})
+    num_bytes: int = field(metadata={"help": "bytes of the rows in Arrow memory"})
+
+
+def row_id(*parts: str | int) -> str:
+    """The id of a row: `parts` (item id first) joined by `/`; each part is letters, digits and `_.+-`."""
+    texts = [str(part) for part in parts]
+    bad = [text for text in texts if not ID_PART.fullmatch(text)]
+    if not texts or bad:
+        raise ValueError(f"an id part is letters, digits and _.+- only, got {bad or texts!r}")
+    return "/".join(texts)
+
+
 def size_category(rows: int) -> str:
     """The Hub's size category of a dataset of `rows` rows."""
     return next((name for limit, name in SIZE_CATEGORIES if rows < limit), "n>1T")
@@ -44,34 +65,54 @@ def shard_names(split: str, num_shards: int) -> list[str]:
     return [f"{split}-{i:05d}-of-{num_shards:05d}.parquet" for i in range(num_shards)]
 
 
-def card_text(splits: Mapping[str, pa.Table], info: CardInfo) -> str:
-    """The README.md of a dataset with `splits` (YAML metadata, then the description and the command)."""
+def split_sizes(splits: Mapping[str, pa.Table]) -> dict[str, SplitSize]:
+    """The figures of each split of in-memory tables."""
+    return {name: SplitSize(table.num_rows, table.nbytes) for name, table in splits.items()}
+
+
+def card_text(schema: pa.Schema, sizes: Mapping[str, SplitSize], info: CardInfo) -> str:
+    """The README.md of a dataset of `schema` with splits of `sizes` (YAML metadata, then the description and the
+    command)."""
     import datasets
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    first = next(iter(splits.values()))
-    features = datasets.Features.from_arrow_schema(first.schema)
     split_dict = datasets.SplitDict()
-    for name, table in splits.items():
-        split_dict.add(datasets.SplitInfo(name=name, num_bytes=table.nbytes, num_examples=table.num_rows))
-    dataset_info = datasets.DatasetInfo(features=features, splits=split_dict)
-    dataset_info.dataset_size = sum(table.nbytes for table in splits.values())
+    for name, size in sizes.items():
+        split_dict.add(datasets.SplitInfo(name=name, num_bytes=size.num_bytes, num_examples=size.num_examples))
+    dataset_info = datasets.DatasetInfo(features=datasets.Features.from_arrow_schema(schema), splits=split_dict)
+    dataset_info.dataset_size = sum(size.num_bytes for size in sizes.values())
     data = DatasetCardData(
         pretty_name=info.pretty_name,
         license=info.license,
         language=list(info.language),
         task_categories=list(info.task_categories),
-        size_categories=[size_category(sum(t.num_rows for t in splits.values()))],
+        size_categories=[size_category(sum(size.num_examples for size in sizes.values()))],
         tags=["kt-train", *info.tags],
-        configs=[
-            {"config_name": "default", "data_files": [{"split": s, "path": f"{DATA_DIR}/{s}-*"} for s in splits]}
-        ],
+        configs=[{"config_name": "default", "data_files": [{"split": s, "path": f"{DATA_DIR}/{s}-*"} for s in sizes]}],
         dataset_info=dataset_info._to_yaml_dict(),
     )
     body = [f"# {info.pretty_name}", "", info.description.strip(), ""]
     if info.command:
         body += ["Made with:", "", "```", info.command, "```", ""]
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body)))
+
+
+def write_card(directory: str | Path, schema: pa.Schema, sizes: Mapping[str, SplitSize], info: CardInfo) -> Path:
+    """Write the card of a dataset whose shards are already under `directory`/data; return its path."""
+    path = Path(directory) / CARD_FILE
+    path.write_text(card_text(schema, sizes, info), encoding="utf-8")
+    return path
+
+
+def clear_data(directory: str | Path, splits: Iterable[str] | None = None) -> Path:
+    """`directory`/data, created, with the shards of `splits` (every shard when None) of an earlier write removed."""
+    data_dir = Path(directory) / DATA_DIR
+    data_dir.mkdir(parents=True, exist_ok=True)
+    patterns = ["*.parquet"] if splits is None else [f"{split}-*.parquet" for split in splits]
+    for pattern in patterns:
+        for stale in data_dir.glob(pattern):
+            stale.unlink()
+    return data_dir
 
 
 def write_hf_dataset(
@@ -82,16 +123,24 @@ def write_hf_dataset(
     if not splits or len({table.schema for table in splits.values()}) != 1:
         raise ValueError("a dataset needs at least one split, and one schema for all")
     root = Path(directory)
-    data_dir = root / DATA_DIR
-    if data_dir.exists():
-        shutil.rmtree(data_dir)
-    data_dir.mkdir(parents=True)
+    data_dir = clear_data(root)
     for split, table in splits.items():
         num_shards = max(1, -(-table.num_rows // rows_per_shard))
         for i, name in enumerate(shard_names(split, num_shards)):
             pq.write_table(table.slice(i * rows_per_shard, rows_per_shard), data_dir / name, compression="zstd")
-    (root / CARD_FILE).write_text(card_text(splits, info), encoding="utf-8")
+    write_card(root, next(iter(splits.values())).schema, split_sizes(splits), info)
     return root
 
 
-__all__ = ["CardInfo", "card_text", "shard_names", "size_category", "write_hf_dataset"]
+__all__ = [
+    "CardInfo",
+    "SplitSize",
+    "card_text",
+    "clear_data",
+    "row_id",
+    "shard_names",
+    "size_category",
+    "split_sizes",
+    "write_card",
+    "write_hf_dataset",
+]

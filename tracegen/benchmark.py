@@ -9,33 +9,24 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
 from tracegen.inputs import InputItem, generate_inputs
 from tracegen.prompts import PromptStyle
 from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode, system_message
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"
-PARQUET_FILE = "train-00000-of-00001.parquet"
 HF_COLUMNS = ("id", "item_id", "family", "category", "algorithm", "task", "prompt", "answer_json", "roundtrip_ok")
 HF_COLUMNS += ("label_exact",)
 BOOL_COLUMNS = ("roundtrip_ok", "label_exact")
-CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/*.parquet
----
-# RTCE: round-trip code execution
-
-Prompts for the four RTCE prediction tasks (O/P Pred, O/P Pred-I, I/P Pred, I/P Pred-I) over LZW, arithmetic
-encoding, RLE and Huffman coding. One row per (input, algorithm, task); `answer_json` is the reference value of
-`{{"output": <value>}}` as JSON. Rows with `roundtrip_ok = false` come from inputs where decoding the encoding does
-not give the input back (float arithmetic coding); rows with `label_exact = false` have a label the shown code does
-not return (the release's: x for I/P Pred, enc(x) for O/P Pred-I). Prompts in the `{style}` style{system}.
+CARD_DESCRIPTION = """Prompts for the four RTCE prediction tasks (O/P Pred, O/P Pred-I, I/P Pred, I/P Pred-I;
+papers 000 and 001) over LZW, arithmetic encoding, RLE and Huffman coding. One row per (input, algorithm, task), id
+`<item>/<algorithm>/<task>`; `answer_json` is the reference value of `{{"output": <value>}}` as JSON. Rows with
+`roundtrip_ok = false` come from inputs where decoding the encoding does not give the input back (float arithmetic
+coding); rows with `label_exact = false` have a label the shown code does not return (the release's: x for I/P Pred,
+enc(x) for O/P Pred-I). Prompts in the `{style}` style{system}. Score a model on it with `kt eval rtce`.
 
 Inputs: {source}, {num_items} inputs, {num_rows} rows.
 """
@@ -86,7 +77,7 @@ def hf_rows(entry: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name, per_alg in entry["algorithms"].items():
         for task, record in per_alg["tasks"].items():
-            values = (f"{entry['id']}/{name}/{task}", entry["id"], entry["family"], entry["category"], name, task)
+            values = (row_id(entry["id"], name, task), entry["id"], entry["family"], entry["category"], name, task)
             values += (record["prompt"], record["answer_json"], per_alg["roundtrip_ok"], record["label_exact"])
             rows.append(dict(zip(HF_COLUMNS, values, strict=True)))
     return rows
@@ -113,20 +104,18 @@ def write_raw(output: Path, corpus: list[dict[str, Any]], names: list[str]) -> N
         _write_text(output / "raw" / f"{name}.jsonl", "\n".join(lines) + "\n")
 
 
-def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: PromptStyle) -> int:
-    """hf/data/*.parquet and a README card whose `configs:` header makes it loadable offline; returns the row count."""
+def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: PromptStyle, command: str) -> int:
+    """hf/: the rows as a dataset (`kt_train.hf_dataset`, loadable offline); returns the row count."""
     rows = [row for entry in corpus for row in hf_rows(entry)]
     schema = pa.schema([(col, pa.bool_() if col in BOOL_COLUMNS else pa.string()) for col in HF_COLUMNS])
-    table = pa.Table.from_pylist(rows, schema=schema)
-    data_dir = output / "hf" / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    for stale in data_dir.glob("*.parquet"):
-        stale.unlink()
-    pq.write_table(table, data_dir / PARQUET_FILE)
-    card = CARD.format(
+    description = CARD_DESCRIPTION.format(
         source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=_system_note(style)
     )
-    _write_text(output / "hf" / "README.md", card)
+    info = CardInfo(
+        pretty_name="RTCE: round-trip code execution", description=description, command=command,
+        language=("en", "code"), tags=("rtce", "code-execution", "compression"),
+    )  # fmt: skip
+    write_hf_dataset(output / "hf", {"train": pa.Table.from_pylist(rows, schema=schema)}, info)
     return len(rows)
 
 
@@ -191,10 +180,22 @@ def build_benchmark(
     corpus = [corpus_entry(item, algorithms, style) for item in tqdm(items, desc="RTCE items", disable=not progress)]
     _write_text(output / CORPUS_FILE, json.dumps(corpus, ensure_ascii=False, indent=1) + "\n")
     write_raw(output, corpus, names)
-    num_rows = write_hf(output, corpus, source, style)
+    num_rows = write_hf(output, corpus, source, style, _command(settings, num_inputs, release_dir))
     summary = summarize(corpus, names, settings, num_rows)
     _write_text(output / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _command(settings: dict[str, Any], num_inputs: int, release_dir: Path | str | None) -> str:
+    """The `kt rtce build` command that makes this benchmark."""
+    if release_dir is not None:
+        source = f"--release-dir {Path(release_dir).name}"
+    else:
+        source = f"--seed {settings['seed']} --num-inputs {num_inputs} --families {' '.join(settings['families'])}"
+    return (
+        f"kt rtce build {source} --prompt-style {settings['prompt_style']} "
+        f"--huffman-target {settings['huffman_target']} --output OUT"
+    )
 
 
 def release_items(release_dir: Path, algorithms: Mapping[str, Algorithm]) -> list[InputItem]:

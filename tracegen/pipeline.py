@@ -18,6 +18,9 @@ from typing import Any
 
 SUMMARY_FILE = "summary.json"
 EVAL_IDS_FILE = "eval_ids.json"
+FORMAT = 2
+"""The version of what the stages write (part of the cache key): raised when their files change, so a corpus cached by
+older code is never taken for a current one."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class CorpusSettings:
             raise ValueError("template_max_steps must be >= 2")
 
     def key(self) -> str:
-        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:10]
+        key = asdict(self) | {"format": FORMAT}
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
         return f"rtce-sft-seed{self.seed}-n{self.num_inputs}-{digest}"
 
 

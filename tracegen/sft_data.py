@@ -14,7 +14,8 @@ from x (the same text: FREQ_DICT comes from x either way). Records whose item id
 with a JSON list or one id a line) are held out; records over `max_chars` characters (of the tokenizer's chat template
 rendering when a tokenizer is given, else of the two turns' raw text) are dropped. Output, deterministic:
 `output_dir/<algorithm>/` and `output_dir/all/`, each `data/train-00000-of-00001.parquet` with a README card (loadable
-offline with `datasets.load_dataset(str(dir), split="train")`), and `output_dir/summary.json`.
+offline with `datasets.load_dataset(str(dir), split="train")`; `kt_train.hf_dataset`) that gives the rows' token
+lengths in a named tokenizer and warns when they exceed TRL's default `max_length`, and `output_dir/summary.json`.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from kt_train.hf_dataset import CardInfo, shard_names, write_hf_dataset
+from kt_train.models import DEFAULT_MODEL
 from kt_train.records import read_jsonl
+from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 from tracegen.tasks import Task, dumps
 from tracegen.translate import TRANSLATIONS_FILE
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"
-PARQUET_FILE = "train-00000-of-00001.parquet"
+PARQUET_FILE = shard_names("train", 1)[0]
 COMBINED = "all"
 DEFAULT_MAX_CHARS = 32768
 TASK_OF_DIRECTION = {"encode": Task.OUTPUT_PRED, "decode": Task.INPUT_PRED}
@@ -52,18 +55,10 @@ SCHEMA = pa.schema(
         ("num_chars", pa.int64()),
     ]
 )
-CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/*.parquet
----
-# RTCE SFT corpus: {name}
-
-Two-turn chats (`messages`: user prompt with the `main_solution` source and the input, assistant reasoning ending in
-`[ANSWER]{{"output": <value>}}[/ANSWER]`) made from execution-trace translations (paper §6.3). `encode` rows use the
-O/P Pred prompt (encoder on x), `decode` rows the I/P Pred prompt (decoder on z).
+CARD_DESCRIPTION = """Two-turn chats (`messages`: user prompt with the `main_solution` source and the input,
+assistant reasoning ending in `[ANSWER]{{"output": <value>}}[/ANSWER]`) made from execution-trace translations (RTCE,
+paper 001 §6.3). `encode` rows use the O/P Pred prompt (encoder on x), `decode` rows the I/P Pred prompt (decoder on
+z). Row ids are `<item>/<algorithm>/<direction>`.
 
 Rows: {num_rows}.
 
@@ -72,7 +67,8 @@ Rows per algorithm and task:
 
 Filters applied: only translations kept by the faithfulness filter; evaluation items held out ({num_held_out} rows
 dropped, {num_eval_ids} eval ids); rows over {max_chars} characters dropped ({num_too_long} rows, measured {measure}).
-"""
+
+{lengths}"""
 
 
 def load_eval_ids(eval_ids: Iterable[str] | Path | str | None) -> set[str]:
@@ -140,17 +136,25 @@ def chat_length(messages: Sequence[Mapping[str, str]], tokenizer: Any = None) ->
     return sum(len(m["content"]) for m in messages)
 
 
-def write_dataset(directory: Path, rows: Sequence[Mapping[str, Any]], name: str, card_info: Mapping[str, Any]) -> None:
-    """`directory`/data/train-00000-of-00001.parquet and README.md (counts per algorithm and task, filters)."""
-    data = directory / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    for stale in data.glob("*.parquet"):
-        stale.unlink()
-    pq.write_table(pa.Table.from_pylist(list(rows), schema=SCHEMA), data / PARQUET_FILE)
+def write_dataset(
+    directory: Path, rows: Sequence[Mapping[str, Any]], name: str, card_info: Mapping[str, Any], lengths: list[int]
+) -> dict[str, Any]:
+    """`directory` as a dataset (`kt_train.hf_dataset`) whose card counts rows per algorithm and task, names the
+    filters and, with a length tokenizer, the rows' token lengths (`lengths`, one per row); returns those lengths'
+    statistics (empty without)."""
     counts = Counter((r["algorithm"], r["task"]) for r in rows)
     lines = "\n".join(f"- {alg} / {task}: {n}" for (alg, task), n in sorted(counts.items())) or "- (none)"
-    card = CARD.format(name=name, num_rows=len(rows), counts=lines, **card_info)
-    (directory / "README.md").write_text(card, encoding="utf-8")
+    tokenizer = card_info["length_tokenizer"]
+    stats = length_stats(lengths, tokenizer) if tokenizer else {}
+    description = CARD_DESCRIPTION.format(
+        num_rows=len(rows), counts=lines, lengths=length_card_section(stats), **card_info
+    )
+    info = CardInfo(
+        pretty_name=f"RTCE SFT corpus: {name}", description=description, command=card_info["command"],
+        language=("en", "code"), tags=("rtce", "code-execution", "sft"),
+    )  # fmt: skip
+    write_hf_dataset(directory, {"train": pa.Table.from_pylist(list(rows), schema=SCHEMA)}, info)
+    return stats
 
 
 def _count(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
@@ -167,8 +171,11 @@ def build_sft_data(
     eval_ids: Iterable[str] | Path | str | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     tokenizer: Any = None,
+    length_tokenizer: ChatTokenizer | str | None = DEFAULT_MODEL,
+    command: str | None = None,
 ) -> dict[str, Any]:
-    """Write the per-algorithm and combined SFT datasets under `output_dir`; return the summary (see module doc)."""
+    """Write the per-algorithm and combined SFT datasets under `output_dir`; return the summary (see module doc).
+    `length_tokenizer` (a name loads it; None: no token counts) measures the rows for the cards and the summary."""
     path = Path(translations_dir) / TRANSLATIONS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no {TRANSLATIONS_FILE} in {translations_dir} (make it with `kt traces translate`)")
@@ -191,7 +198,12 @@ def build_sft_data(
                 dropped["too_long"] += 1
             else:
                 rows.append(row)
+    if isinstance(length_tokenizer, str):
+        length_tokenizer = ChatTokenizer.load(length_tokenizer)
+    lengths = length_tokenizer.count([row["messages"] for row in rows]) if length_tokenizer else [0] * len(rows)
     card_info = {
+        "command": command,
+        "length_tokenizer": length_tokenizer.name if length_tokenizer else None,
         "num_held_out": dropped["held_out"],
         "num_eval_ids": len(held),
         "max_chars": max_chars,
@@ -201,8 +213,9 @@ def build_sft_data(
     output = Path(output_dir)
     algorithms = sorted({r["algorithm"] for r in rows})
     for name in algorithms:
-        write_dataset(output / name, [r for r in rows if r["algorithm"] == name], name, card_info)
-    write_dataset(output / COMBINED, rows, "all algorithms", card_info)
+        mine = [i for i, row in enumerate(rows) if row["algorithm"] == name]
+        write_dataset(output / name, [rows[i] for i in mine], name, card_info, [lengths[i] for i in mine])
+    token_lengths = write_dataset(output / COMBINED, rows, "all algorithms", card_info, lengths)
     summary = {
         "rows": len(rows),
         "dropped": {key: dropped[key] for key in ("not_kept", "held_out", "too_long")},
@@ -210,6 +223,7 @@ def build_sft_data(
         "max_chars": max_chars,
         "counts": _count(rows),
         "datasets": [*algorithms, COMBINED],
+        "token_lengths": token_lengths,
     }
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kt_train.hf_dataset import row_id
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
 from kt_train.stages import RunFolder, RunOptions, content_hash
 from tracegen.algorithms import Algorithm, algorithms_for
@@ -50,7 +51,7 @@ from tracegen.algorithms import Algorithm, algorithms_for
 CORPUS_FILE = "rtce.json"
 TRACES = "traces"
 TRACES_FILE = f"{TRACES}.jsonl"
-VERSION = 2
+VERSION = 3
 """The code version of the trace records (part of a collection's settings): raised when records change."""
 RETRIED_REASONS = ("verdict:timeout", "verdict:killed", "verdict:memory")
 """Drop reasons that a rerun tries again (the run may have been starved or killed from outside)."""
@@ -204,12 +205,12 @@ def build_tasks(
             x, z, freq = item["input"], entry["z"], entry["freq"]
             base = {"item_id": item["id"], "algorithm": name}
             tasks.append(
-                TraceTask(f"{item['id']}:{name}:encode", **base, direction="encode",
+                TraceTask(row_id(item["id"], name, "encode"), **base, direction="encode",
                           source=algorithm.encoder_source(freq), argument=x, input=x, expected=z)
             )  # fmt: skip
             skip = None if entry["roundtrip_ok"] else "not_roundtrip"
             tasks.append(
-                TraceTask(f"{item['id']}:{name}:decode", **base, direction="decode",
+                TraceTask(row_id(item["id"], name, "decode"), **base, direction="decode",
                           source=algorithm.decoder_source(freq), argument=algorithm.from_json(z), input=z,
                           expected=x, skip_reason=skip)
             )  # fmt: skip

@@ -38,7 +38,7 @@ from tracegen.tasks import dumps
 TRACES_FILE = "traces.jsonl"
 TRANSLATIONS = "translations"
 TRANSLATIONS_FILE = f"{TRANSLATIONS}.jsonl"
-VERSION = 2
+VERSION = 3
 """The code version of the translations (part of a run's settings): raised when records change."""
 GENERATION_ERROR = "generation_error"
 """The reason of a translation whose generation failed (made again by a rerun)."""

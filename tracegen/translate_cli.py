@@ -14,6 +14,7 @@ from typing import Any
 
 from kt_train.cli import fail
 from kt_train.generation import BackendOptions
+from kt_train.models import DEFAULT_MODEL
 from tracegen.translate import BACKENDS, DEFAULT_MAX_STEPS, DEFAULT_MIN_VALUE_SHARE
 
 DEFAULT_MAX_CHARS = 32768
@@ -101,6 +102,8 @@ def _build(args: argparse.Namespace) -> int:
             eval_ids=args.eval_ids,
             max_chars=args.max_chars,
             tokenizer=tokenizer,
+            length_tokenizer=None if args.length_tokenizer == "none" else args.length_tokenizer,
+            command=_sft_data_command(args),
         )
     except (FileNotFoundError, ImportError, OSError) as exc:
         return fail(str(exc))
@@ -110,6 +113,16 @@ def _build(args: argparse.Namespace) -> int:
         return fail(str(exc) or type(exc).__name__)
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _sft_data_command(args: argparse.Namespace) -> str:
+    """The `kt sft-data build` command, with every option that decides the output (not where it goes)."""
+    parts = ["kt sft-data build --translations", args.translations, "--output OUT --max-chars", str(args.max_chars)]
+    for flag, value in (("--benchmark", args.benchmark), ("--eval-ids", args.eval_ids),
+                        ("--tokenizer", args.tokenizer), ("--length-tokenizer", args.length_tokenizer)):  # fmt: skip
+        if value:
+            parts += [flag, str(value)]
+    return " ".join(parts)
 
 
 def _load_tokenizer(name: str) -> Any:
@@ -148,4 +161,11 @@ def register_sft_data(subparsers: Any) -> None:
     build.add_argument("--eval-ids", default=None, metavar="FILE", help="item ids to hold out (JSON list or lines)")
     build.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="longest kept chat, in characters")
     build.add_argument("--tokenizer", default=None, metavar="NAME", help="measure length on its chat template")
+    build.add_argument(
+        "--length-tokenizer",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help=f"tokenizer whose token lengths the cards report, with a warning over common max_length (default "
+        f"{DEFAULT_MODEL}; none: no token lengths)",
+    )
     build.set_defaults(handler=_build)

@@ -5,7 +5,8 @@ letters Q..Z and constants 11..20, disjoint from the evaluation suite's A..H and
 assembly trees of each depth. Each distinct expression gets a procedural word problem
 (:mod:`dsl.expr.procedural`) and yields two chats: expression -> word problem (the generator prompt) and word
 problem -> expression (the extractor prompt, answered ``Expression: ...``). Pairs are split train/test per depth by a
-seeded hash, both chats of a pair on the same side; the folder layout is what ``recipes/sft_nl.py`` loads.
+seeded hash, both chats of a pair on the same side; the folder is a dataset (``kt_train.hf_dataset``) that
+``recipes/sft_nl.py`` and stock ``trl sft`` load.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dsl.expr.arithmetic import ArithmeticConfig, instantiate
 from dsl.expr.assembly import random_assembly
@@ -29,6 +29,9 @@ from dsl.expr.serialize import ARITHMETIC, to_infix, to_sexpr
 from dsl.expr.skeletons import enumerate_skeletons
 from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
+from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
+from kt_train.models import DEFAULT_MODEL
+from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 
 FT_DOMAINS = ("arithmetic", "assembly")
 SPLITS = ("train", "test")
@@ -36,6 +39,7 @@ DIRECTIONS = ("e->w", "w->e")
 MANIFEST = "ft_data.json"
 SCHEMA = pa.schema(
     [
+        ("id", pa.string()),
         ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
         ("direction", pa.string()),
         ("domain", pa.string()),
@@ -138,9 +142,10 @@ def _records(
     user_gen = generator_prompt(expression, config.domain, shots=config.generator_shots)
     user_ext = extractor_prompt(word_problem, config.domain, shots=config.extractor_shots)
     return [
-        {"messages": _chat(user_gen, word_problem), "direction": "e->w", **common},
-        {"messages": _chat(user_ext, f"{ANSWER_PREFIX} {expression}"), "direction": "w->e", **common},
-    ]
+        {"id": row_id(pair_id, "e2w"), "messages": _chat(user_gen, word_problem), "direction": "e->w", **common},
+        {"id": row_id(pair_id, "w2e"), "messages": _chat(user_ext, f"{ANSWER_PREFIX} {expression}"),
+         "direction": "w->e", **common},
+    ]  # fmt: skip
 
 
 def _chat(user: str, assistant: str) -> list[dict[str, str]]:
@@ -164,23 +169,41 @@ def build_ft_records(config: FTDataConfig) -> dict[str, list[dict[str, Any]]]:
     return splits
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+def _card_info(config: FTDataConfig, counts: dict[str, Any], lengths: str, command: str | None) -> CardInfo:
+    table = "\n".join(
+        f"| {split} | {c['pairs']} | {c['messages']} | {', '.join(f'{d}: {n}' for d, n in c['by_depth'].items())} |"
+        for split, c in counts.items()
+    )
+    description = f"""Fine-tuning chats for the NL round trip (paper 002, §4 and App. O) made by `kt nl ft-data`:
+{config.domain} expressions with procedural word problems, each pair in both directions: `e->w` (the generator: the
+expression in, the word problem out; id `<pair>/e2w`) and `w->e` (the extractor: the word problem in,
+`{ANSWER_PREFIX} <expression>` out; id `<pair>/w2e`). Both chats of a pair are in the same split. Train on it with
+`recipes/sft_nl.py` or stock `trl sft`.
+
+| split | pairs | chats | chats by depth |
+|---|---|---|---|
+{table}
+
+{lengths}"""
+    return CardInfo(
+        pretty_name=f"NL round trip fine-tuning chats: {config.domain}", description=description, command=command,
+        tags=("nl-round-trip", "word-problems", "sft"), language=("en",),
+    )  # fmt: skip
 
 
-def write_ft_dataset(records: dict[str, list[dict[str, Any]]], output_dir: Path | str, config: FTDataConfig) -> Path:
-    """`output_dir`/data/{train,test}-00000.parquet and ft_data.json (config and counts, written last); each file is
-    replaced atomically. Returns `output_dir`."""
+def write_ft_dataset(
+    records: dict[str, list[dict[str, Any]]],
+    output_dir: Path | str,
+    config: FTDataConfig,
+    length_tokenizer: ChatTokenizer | str | None = DEFAULT_MODEL,
+    command: str | None = None,
+) -> Path:
+    """`output_dir` as a dataset (`kt_train.hf_dataset`: train and test splits, a card with the counts and, with a
+    `length_tokenizer`, the chats' token lengths) and ft_data.json (config and counts), which marks a finished write:
+    it is removed first and written last. Returns `output_dir`."""
     directory = Path(output_dir)
-    data = directory / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    for split in SPLITS:
-        for stale in data.glob(f"{split}-*.parquet"):
-            stale.unlink()
-        table = pa.Table.from_pylist(records.get(split, []), schema=SCHEMA)
-        _write_atomic(data / f"{split}-00000.parquet", lambda tmp, table=table: pq.write_table(table, tmp))
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST).unlink(missing_ok=True)
     counts = {
         split: {
             "messages": len(rows),
@@ -189,9 +212,19 @@ def write_ft_dataset(records: dict[str, list[dict[str, Any]]], output_dir: Path 
         }
         for split, rows in ((split, records.get(split, [])) for split in SPLITS)
     }
-    manifest = {"config": asdict(config), "counts": counts}
-    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    _write_atomic(directory / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    if isinstance(length_tokenizer, str):
+        length_tokenizer = ChatTokenizer.load(length_tokenizer)
+    lengths = {}
+    if length_tokenizer is not None:
+        train = records.get("train", [])
+        lengths = length_stats(length_tokenizer.count([row["messages"] for row in train]), length_tokenizer.name)
+    tables = {split: pa.Table.from_pylist(records.get(split, []), schema=SCHEMA) for split in SPLITS}
+    info = _card_info(config, counts, length_card_section(lengths), command)
+    write_hf_dataset(directory, tables, info)
+    manifest = {"config": asdict(config), "counts": counts, "token_lengths": lengths}
+    tmp = directory / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, directory / MANIFEST)
     return directory
 
 

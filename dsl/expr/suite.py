@@ -22,7 +22,7 @@ from dsl.expr.features import structural_features
 from dsl.expr.serialize import to_infix, to_json_ast, to_sexpr
 from dsl.expr.skeletons import count_skeletons, enumerate_skeletons, skeleton_id
 
-SUITE_PARQUET = "suite.parquet"
+SUITE_PARQUET = "data/train-00000-of-00001.parquet"
 SUITE_JSON = "suite.json"
 CELLS_MD = "cells.md"
 BASE_COLUMNS = (
@@ -224,16 +224,24 @@ def _write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_suite(suite: Suite, output_dir: str | os.PathLike[str], command: str | None = None) -> Path:
-    """Write ``suite.parquet``, ``suite.json`` (config, totals, cells, fingerprint) and ``cells.md``."""
+    """Write the rows as a dataset (``kt_train.hf_dataset``: ``data/`` and its card), ``suite.json`` (config,
+    totals, cells, fingerprint: :func:`load_suite` checks the rows against it) and ``cells.md``."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from kt_train.hf_dataset import CardInfo, write_hf_dataset
 
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    parquet_path = out / SUITE_PARQUET
-    tmp = parquet_path.with_name(parquet_path.name + ".tmp")
-    pq.write_table(pa.Table.from_pylist(suite.rows), tmp)
-    os.replace(tmp, parquet_path)
+    description = f"""The expression suite of the NL round trip (paper 002, §2.1, §3.1, App. B) made by `kt nl suite`:
+{suite.config.domain} expressions over skeleton cells (k operators, depth d), `instances` instantiations of each used
+skeleton. Columns: `id` (`<domain>-k<k>-d<d>-s<skeleton>-i<instance>`), the cell, the skeleton, the expression as
+infix, S-expression and JSON AST, its variables and structural features. Run the round trip on it with `kt nl run`.
+
+{cells_markdown(suite)}"""
+    info = CardInfo(
+        pretty_name=f"NL round trip expression suite: {suite.config.domain}", description=description,
+        command=command, language=("en",), tags=("nl-round-trip", "expressions"),
+    )  # fmt: skip
+    write_hf_dataset(out, {"train": pa.Table.from_pylist(suite.rows)}, info)
     meta = {
         "config": asdict(suite.config),
         "command": command,

@@ -15,8 +15,8 @@ Symbols per modality:
   audio8   the high byte of each int16 sample as a signed 8-bit value, two's complement (see audio8_symbols).
   mfcc     20 MFCCs (librosa defaults) of the mono mix, rounded, mod 256, coefficient-major (see mfcc_symbols).
 
-Output: `DIR/data/train-00000-of-00001.parquet` (id, sequence, length, source, offset) and the manifest
-`DIR/kt_data.json`, written to a temporary sibling folder that is renamed into place at the end.
+Output: `DIR/data/train-00000-of-00001.parquet` (id, sequence, length, source, offset), its card `DIR/README.md` and
+the manifest `DIR/kt_data.json`, written to a temporary sibling folder that is renamed into place at the end.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
+
+from kt_train.hf_dataset import CardInfo, SplitSize, write_card
 
 MODALITIES = ("text", "dna", "audio16", "audio8", "mfcc")
 AUDIO_MODALITIES = ("audio16", "audio8", "mfcc")
@@ -273,6 +275,7 @@ class _ShardWriter:
         path.parent.mkdir(parents=True)
         self.writer = pq.ParquetWriter(path, SCHEMA)
         self.rows: list[tuple[str, np.ndarray, str, int]] = []
+        self.num_rows = self.num_bytes = 0
 
     def add(self, row_id: str, sequence: np.ndarray, source: str, offset: int) -> None:
         self.rows.append((row_id, sequence, source, offset))
@@ -293,7 +296,9 @@ class _ShardWriter:
             pa.array(sources, pa.string()),
             pa.array(offsets, pa.int64()),
         ]
-        self.writer.write_table(pa.Table.from_arrays(columns, schema=SCHEMA))
+        table = pa.Table.from_arrays(columns, schema=SCHEMA)
+        self.writer.write_table(table)
+        self.num_rows, self.num_bytes = self.num_rows + table.num_rows, self.num_bytes + table.nbytes
         self.rows = []
 
     def close(self) -> None:
@@ -314,6 +319,28 @@ def _command(config: NaturalDataConfig) -> str:
         f"kt kt-data --modality {config.modality} --input {inputs} --output {config.output} "
         f"--sequence-length {config.sequence_length} --max-bytes {config.max_bytes} --seed {config.seed}"
         + (" --shuffle" if config.shuffle else "")
+    )
+
+
+def _card_info(config: NaturalDataConfig, sources: list[dict[str, Any]]) -> CardInfo:
+    files = "\n".join(f"- `{s['source']}`: {s['sequences']} sequences, {s['symbols']} symbols" for s in sources)
+    description = f"""A natural-data KT evaluation set (paper 003, §3.2, §A.1) made by `kt kt-data`: {config.modality}
+cut into sequences of {config.sequence_length} symbols of {symbol_bits(config.modality)} bits. Columns: `id`,
+`sequence` (symbols), `length`, `source` (the file), `offset` (the first symbol's position in it). Score it with
+`kt eval kt --dataset DIR`. The data keeps its sources' license.
+
+Sources, in the order read:
+
+{files}
+"""
+    return CardInfo(
+        pretty_name=f"KT natural data: {config.modality}",
+        description=description,
+        command=_command(config),
+        license="other",
+        language=("en",) if config.modality == "text" else (),
+        task_categories=("text-generation",),
+        tags=("kolmogorov-test", "compression", config.modality),
     )
 
 
@@ -343,6 +370,7 @@ def _write(config: NaturalDataConfig, origins: list[tuple[Path, str]], folder: P
                 break
     finally:
         writer.close()
+    write_card(folder, SCHEMA, {"train": SplitSize(writer.num_rows, writer.num_bytes)}, _card_info(config, sources))
     return {
         "modality": config.modality,
         "symbol_bits": bits,

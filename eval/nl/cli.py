@@ -21,11 +21,13 @@ def _suite_command(args: argparse.Namespace) -> int:
 
 def _ft_data_command(args: argparse.Namespace) -> int:
     from dsl.expr.ft_data import FTDataConfig, build_ft_records, write_ft_dataset
-    from kt_train.options import options_from
+    from kt_train.options import command_line, options_from
 
     config = options_from(FTDataConfig, args)
     records = build_ft_records(config)
-    path = write_ft_dataset(records, args.output, config)
+    path = write_ft_dataset(
+        records, args.output, config, command=command_line("kt nl ft-data", config) + " --output OUT"
+    )
     print(json.dumps({split: len(rows) for split, rows in records.items()} | {"output": str(path)}))
     return 0
 

@@ -30,7 +30,7 @@ def test_writes_all_files(small) -> None:
     assert (out / "rtce.json").is_file() and (out / "summary.json").is_file()
     assert sorted(p.name for p in (out / "raw").iterdir()) == sorted(f"{n}.jsonl" for n in ALGORITHM_NAMES)
     assert list((out / "hf" / "data").glob("*.parquet"))
-    assert (out / "hf" / "README.md").read_text().startswith("---\nconfigs:\n")
+    assert "\nconfigs:\n- config_name: default\n" in (out / "hf" / "README.md").read_text()
     assert summary["num_items"] == 30 and summary["num_rows"] == 30 * 4 * 4
     assert set(summary["algorithms"]) == set(ALGORITHM_NAMES)
     assert sum(summary["families"].values()) == 30 and len(summary["families"]) == 5

@@ -86,7 +86,7 @@ def test_records_and_summary(collected: tuple[Path, dict[str, Any]]) -> None:
     assert summary["total"] == len(records) and summary["kept"] == sum(r["kept"] for r in records)
     assert json.loads((output / "summary.json").read_text()) == summary
     for record in records:
-        assert record["id"] == f"{record['item_id']}:{record['algorithm']}:{record['direction']}"
+        assert record["id"] == f"{record['item_id']}/{record['algorithm']}/{record['direction']}"
         assert record["kept"] == (record["reason"] is None)
         assert record["reason"] is None or record["reason"] in REASONS
     for name in ALGORITHMS:
@@ -146,8 +146,8 @@ def test_long_output_shown_in_full() -> None:
     rle = ALGORITHMS["rle"]
     z = rle.encode(x)
     tasks = [
-        TraceTask("long:rle:encode", "long", "rle", "encode", rle.encoder_source(None), x, x, rle.to_json(z)),
-        TraceTask("long:rle:decode", "long", "rle", "decode", rle.decoder_source(None), z, rle.to_json(z), x),
+        TraceTask("long/rle/encode", "long", "rle", "encode", rle.encoder_source(None), x, x, rle.to_json(z)),
+        TraceTask("long/rle/decode", "long", "rle", "decode", rle.decoder_source(None), z, rle.to_json(z), x),
     ]
     assert len(repr(z)) > 1000
     with SandboxPool(workers=2, preload=("json", "snoop"), config=SandboxConfig(max_output_bytes=8 << 20)) as pool:

@@ -91,7 +91,8 @@ def test_written_folder_loads_for_training(tmp_path: Path) -> None:
     config = FTDataConfig(domain="assembly", **SMALL)
     records = build_ft_records(config)
     out = write_ft_dataset(records, tmp_path / "ft", config)
-    assert sorted(p.name for p in (out / "data").iterdir()) == ["test-00000.parquet", "train-00000.parquet"]
+    shards = ["test-00000-of-00001.parquet", "train-00000-of-00001.parquet"]
+    assert sorted(p.name for p in (out / "data").iterdir()) == shards
     for split in ("train", "test"):
         dataset = load_training_dataset(str(out), split)
         assert len(dataset) == len(records[split])
@@ -104,11 +105,7 @@ def test_written_folder_loads_for_training(tmp_path: Path) -> None:
     assert manifest["counts"]["train"]["messages"] == len(records["train"])
     assert manifest["counts"]["test"]["pairs"] == len(records["test"]) // 2
     write_ft_dataset(records, out, config)  # rewriting replaces the files and leaves no temporaries
-    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [
-        MANIFEST,
-        "test-00000.parquet",
-        "train-00000.parquet",
-    ]
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == sorted([MANIFEST, "README.md", *shards])
 
 
 @pytest.mark.parametrize(

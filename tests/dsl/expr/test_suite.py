@@ -13,6 +13,7 @@ from dsl.expr.domains import get_domain
 from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_json_ast, parse_sexpr
 from dsl.expr.skeletons import count_skeletons, enumerate_skeletons, is_feasible, skeleton_id
 from dsl.expr.suite import (
+    SUITE_PARQUET,
     Suite,
     SuiteConfig,
     build_suite,
@@ -112,7 +113,8 @@ def test_load_errors(tmp_path: Path) -> None:
         load_suite(tmp_path / "nope")
     with pytest.raises(FileNotFoundError, match="missing"):
         load_suite(tmp_path)
-    (tmp_path / "suite.parquet").write_bytes(b"not parquet")
+    (tmp_path / SUITE_PARQUET).parent.mkdir()
+    (tmp_path / SUITE_PARQUET).write_bytes(b"not parquet")
     with pytest.raises(ValueError, match="not a readable parquet"):
         load_suite(tmp_path)
     suite = build_suite(SuiteConfig(**SMALL))

@@ -228,7 +228,7 @@ def test_overwrite_replaces_the_dataset(two_texts: Path, tmp_path: Path) -> None
     with pytest.raises(NaturalDataError, match="not empty"):
         build_natural_dataset("text", [two_texts], out, progress=False)
     build_natural_dataset("text", [two_texts], out, overwrite=True, progress=False)
-    assert sorted(p.name for p in out.iterdir()) == ["data", "kt_data.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "data", "kt_data.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "texts"]
 
 

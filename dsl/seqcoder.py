@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kt_train.models import DEFAULT_MODEL
+
 PROMPT = (
     "Write the shortest program in the KT sequence DSL whose `output` is exactly this sequence of integers. "
     "Answer with the program only, one assignment per line.\n\nSequence: {sequence}"
@@ -46,24 +48,35 @@ corpus of `kt dsl generate`: one conversational prompt/completion pair per progr
 sequence and the task), `completion` (one assistant turn: the shortest DSL program that prints the sequence)."""
 
 
-def export_chat(corpus: Path, output: Path, command: str | None = None) -> dict[str, Any]:
-    """Write the SeqCoder chats of a `kt dsl generate` corpus as a dataset (`kt_train.hf_dataset`); its summary."""
+def export_chat(
+    corpus: Path, output: Path, command: str | None = None, length_tokenizer: str | None = DEFAULT_MODEL
+) -> dict[str, Any]:
+    """Write the SeqCoder chats of a `kt dsl generate` corpus as a dataset (`kt_train.hf_dataset`; the card gives
+    the chats' token lengths in `length_tokenizer`'s tokens unless it is None); its summary."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from kt_train.hf_dataset import CardInfo, write_hf_dataset
+    from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 
     shards = sorted((corpus / "data").glob("*.parquet"))
     if not shards:
         raise FileNotFoundError(f"no Parquet shards in {corpus}/data (make the corpus with `kt dsl generate`)")
     table = pq.ParquetDataset(shards).read(columns=["id", "sequence", "program"])
     rows = [{"id": row["id"], **to_seqcoder_chat(row)} for row in table.to_pylist()]
+    lengths: dict[str, Any] = {}
+    if length_tokenizer is not None:
+        tokenizer = ChatTokenizer.load(length_tokenizer)
+        lengths = length_stats(tokenizer.count([row["prompt"] + row["completion"] for row in rows]), tokenizer.name)
     info = CardInfo(
-        pretty_name=f"SeqCoder chats of {corpus.name}", description=CHAT_DESCRIPTION, command=command,
-        tags=("kolmogorov-test", "program-synthesis", "seqcoder"), language=("en", "code"),
-    )  # fmt: skip
+        pretty_name=f"SeqCoder chats of {corpus.name}",
+        description=f"{CHAT_DESCRIPTION}\n\n{length_card_section(lengths)}",
+        command=command,
+        tags=("kolmogorov-test", "program-synthesis", "seqcoder"),
+        language=("en", "code"),
+    )
     write_hf_dataset(output, {"train": pa.Table.from_pylist(rows)}, info)
-    return {"rows": len(rows), "output": str(output)}
+    return {"rows": len(rows), "output": str(output), "token_lengths": lengths}
 
 
 def to_seqcoder_rl_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -119,9 +119,11 @@ def write_hf_dataset(
     directory: str | Path, splits: Mapping[str, pa.Table], info: CardInfo, rows_per_shard: int = ROWS_PER_SHARD
 ) -> Path:
     """Write `splits` (name -> table, one schema) as Parquet shards under `directory`/data and the card; files of an
-    earlier write there are replaced."""
+    earlier write there are replaced. An empty split is left out (`datasets` cannot read an empty shard) unless every
+    split is empty."""
     if not splits or len({table.schema for table in splits.values()}) != 1:
         raise ValueError("a dataset needs at least one split, and one schema for all")
+    splits = {name: table for name, table in splits.items() if table.num_rows} or dict(list(splits.items())[:1])
     root = Path(directory)
     data_dir = clear_data(root)
     for split, table in splits.items():

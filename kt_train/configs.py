@@ -22,6 +22,9 @@ class RunFields:
 
     On a machine without a GPU, `use_cpu` is set (accelerate then uses gloo, so ZeRO-3 really runs on several CPU
     processes) and `bf16` is off unless asked for (TRL turns it on by default).
+    Chats get no system message unless `system_prompt` sets one: the default one a chat template adds (SmolLM2's
+    "You are a helpful AI assistant named SmolLM, ...") is left out; the adapter is saved with the template it was
+    trained with, which its evaluations use (`kt_train.chat_templates`).
     Activation (gradient) checkpointing is off by default (TRL: on): recomputing activations costs about a third
     more compute, and a small model with LoRA fits without it; turn it on for large models with
     `gradient_checkpointing: true` (transformers 5.19's name; later versions call it `activation_checkpointing`).
@@ -33,6 +36,13 @@ class RunFields:
     bf16: bool | None = field(
         default=None,
         metadata={"help": "bfloat16 mixed precision (None: on with a GPU, off on CPU, where fp32 is faster)"},
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "system message of every training chat that has none (None: none; a chat template's default "
+            "one, like SmolLM2's, is left out: kt_train.chat_templates)"
+        },
     )
     wandb_entity: str | None = field(default=None, metadata={"help": "W&B entity (team or user) to log to"})
     wandb_project: str | None = field(default=None, metadata={"help": "W&B project to log to"})

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
+from kt_train.chat_templates import adapter_chat_template
 from kt_train.models import DType, get_model, get_tokenizer
 
 if TYPE_CHECKING:
@@ -342,13 +343,17 @@ def get_backend(name: BackendName, model: str, **kwargs: Any) -> GenerationBacke
     `adapter` is a saved PEFT (LoRA) adapter of `model` to generate with. transformers: kwargs `dtype`, `device`,
     `chat_template` go to the loaders, the rest to `TransformersBackend`; the adapter is merged into the weights.
     vllm: kwargs go to `VLLMBackend.load` (and from there to `vllm.LLM`); the adapter is served with a LoRARequest.
+    An adapter's prompts are formatted with the chat template saved with it (the one it was trained with), unless
+    `chat_template` is given.
     openai: kwargs go to `OpenAIBackend`.
     """
     if name == "transformers":
         dtype: DType = kwargs.pop("dtype", "auto")
         device: str = kwargs.pop("device", "cpu")
         adapter = kwargs.pop("adapter", None)
-        tokenizer = get_tokenizer(model, chat_template=kwargs.pop("chat_template", None))
+        tokenizer = get_tokenizer(
+            model, chat_template=kwargs.pop("chat_template", None) or adapter_chat_template(adapter)
+        )
         loaded = get_model(model, dtype=dtype, device=device)
         if adapter is not None:
             from peft import PeftModel

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kt_train.chat_templates import adapter_chat_template
 from kt_train.generation import GenerationError, SamplingConfig, chat_messages, kept_indices, shape_results
 from kt_train.logs import first_line
 from kt_train.models import resolve_model_path
@@ -85,12 +86,14 @@ class VLLMBackend:
         adapter: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        chat_template: str | None = None,
     ) -> None:
         self._vllm = import_vllm()
         self.llm = llm
         self.apply_chat_template = apply_chat_template
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.system_prompt = system_prompt
+        self.chat_template = chat_template or adapter_chat_template(adapter)  # None: the model's own
         self.lora_request = None
         if adapter is not None:
             from vllm.lora.request import LoRARequest
@@ -105,14 +108,16 @@ class VLLMBackend:
         adapter: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        chat_template: str | None = None,
         **llm_kwargs: Any,
     ) -> VLLMBackend:
-        """Start an engine for `model` (embedded name, path or hub id); `llm_kwargs` go to `vllm.LLM`."""
+        """Start an engine for `model` (embedded name, path or hub id); `llm_kwargs` go to `vllm.LLM`. Prompts are
+        formatted with `chat_template`, else the adapter's own (the one it was trained with), else the model's."""
         vllm = import_vllm()
         kwargs = engine_defaults(llm_kwargs, adapter)
         logger.info("starting a vLLM engine for %s (%s)", model, ", ".join(f"{k}={v}" for k, v in kwargs.items()))
         llm = vllm.LLM(model=resolve_model_path(model), **kwargs)
-        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt)
+        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt, chat_template)
 
     def close(self) -> None:
         """Stop the engine process (it also stops when this process exits)."""
@@ -146,6 +151,7 @@ class VLLMBackend:
             chat_messages(prompt, self.system_prompt),
             tokenize=False,
             add_generation_prompt=True,
+            chat_template=self.chat_template,
             **self.chat_template_kwargs,
         )
         return len(tokenizer.encode(text, add_special_tokens=False))
@@ -176,6 +182,7 @@ class VLLMBackend:
                 add_generation_prompt=True,
                 use_tqdm=True,
                 lora_request=self.lora_request,
+                chat_template=self.chat_template,
                 chat_template_kwargs=self.chat_template_kwargs or None,
             )
         return self.llm.generate(prompts, params, use_tqdm=True, lora_request=self.lora_request)

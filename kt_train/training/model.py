@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 from trl import ModelConfig, get_quantization_config
 
+from kt_train.chat_templates import training_chat_template
 from kt_train.configs import TrainingConfig, model_name
 from kt_train.models import get_tokenizer, resolve_model_path
 
@@ -27,13 +28,15 @@ def model_dtype(model_args: ModelConfig) -> Any:
 def get_training_tokenizer(model_args: ModelConfig, training_args: TrainingConfig) -> PreTrainedTokenizerBase:
     """The model's tokenizer with a pad token and its own chat template, unless the config overrides it with
     `chat_template_path`: a .jinja file is applied here (so lengths are measured with it), a model folder or hub id
-    is cloned by TRL's SFTTrainer."""
+    is cloned by TRL's SFTTrainer. Either way with no default system prompt, or `system_prompt` as the default one
+    (`kt_train.chat_templates.training_chat_template`)."""
     tokenizer = get_tokenizer(model_name(model_args))
     template = getattr(training_args, "chat_template_path", None)  # SFTConfig has it, GRPOConfig does not
     if template is not None and template.endswith((".jinja", ".j2")):
         if not os.path.isfile(template):
             raise FileNotFoundError(f"chat_template_path {template}: no such file")
         tokenizer.chat_template = Path(template).read_text(encoding="utf-8")
+    tokenizer.chat_template = training_chat_template(tokenizer, training_args.system_prompt)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

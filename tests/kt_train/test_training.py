@@ -102,6 +102,13 @@ def test_saved_outputs(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -
     assert adapter_config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"  # not a cache path
 
 
+def test_trained_rows_have_no_default_system_prompt(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]]) -> None:
+    """The rows SFTTrainer trained on open with the user turn (was: SmolLM2's default system prompt in every row)."""
+    run, _, _ = lora_run
+    text = get_tokenizer(DEFAULT_MODEL).decode(run.trainer.train_dataset[0]["input_ids"])
+    assert text.startswith("<|im_start|>user\nWhat is ") and "SmolLM" not in text
+
+
 def test_kt_export_merge(
     lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]],
     tmp_path: Path,
@@ -122,7 +129,8 @@ def test_kt_export_merge(
     assert not hasattr(model, "peft_config")
     assert torch.allclose(_probe_logits(model), _probe_logits(run.trainer.model), atol=1e-4)
     assert GenerationConfig.from_pretrained(merged).eos_token_id == get_tokenizer(DEFAULT_MODEL).eos_token_id
-    assert AutoTokenizer.from_pretrained(merged).chat_template == get_tokenizer(DEFAULT_MODEL).chat_template
+    assert AutoTokenizer.from_pretrained(merged).chat_template == AutoTokenizer.from_pretrained(output).chat_template
+    assert "SmolLM" not in AutoTokenizer.from_pretrained(merged).chat_template  # trained without the default prompt
     card = (merged / "README.md").read_text()
     assert f"The LoRA adapter `{output}` merged into [HuggingFaceTB/SmolLM2-135M-Instruct]" in card
     assert "library_name: transformers" in card and "- train_loss: " in card

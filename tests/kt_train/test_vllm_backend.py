@@ -139,3 +139,25 @@ def test_lora_adapter_through_a_lora_request(
     adapted = engine.generate(PROMPTS, GREEDY)
     assert adapted == reference(PROMPTS, adapted=True)
     assert adapted != base.generate(PROMPTS, GREEDY)  # the adapter changes the texts
+
+
+def test_an_adapter_is_prompted_with_its_chat_template(
+    engine: VLLMBackend, lora_adapter: Path, tmp_path: Path
+) -> None:
+    """An adapter saved with the tokenizer it was trained with (no default system prompt) is prompted with that
+    template, as the transformers backend prompts it (was: the base model's template and its system prompt)."""
+    import shutil
+
+    from kt_train.chat_templates import CHATML_TEMPLATE
+    from kt_train.generation import get_backend
+    from kt_train.models import get_tokenizer
+
+    trained = tmp_path / "trained"
+    shutil.copytree(lora_adapter, trained)
+    tokenizer = get_tokenizer(NAME)
+    tokenizer.chat_template = CHATML_TEMPLATE
+    tokenizer.save_pretrained(trained)
+    ours = VLLMBackend(engine.llm, adapter=str(trained))
+    merged = get_backend("transformers", NAME, adapter=str(trained), dtype="float32")
+    assert ours.count_tokens(PROMPTS[0]) == merged.count_tokens(PROMPTS[0]) < engine.count_tokens(PROMPTS[0])
+    assert ours.generate(PROMPTS[:3], GREEDY) == merged.generate(PROMPTS[:3], GREEDY)

@@ -103,9 +103,24 @@ class DataArguments:
         },
     )
     dataset_train_split: str = field(default="train", metadata={"help": "split to train on"})
+    dataset_test_split: str = field(
+        default="test",
+        metadata={"help": "split to evaluate on during training (eval_strategy steps or epoch) when the data has it"},
+    )
+    eval_split_size: float | None = field(
+        default=None,
+        metadata={
+            "help": "when evaluating during training and the data has no dataset_test_split: rows held out of the "
+            "training rows with the seed (a fraction when below 1, else a count)"
+        },
+    )
     max_train_samples: int | None = field(
         default=None,
         metadata={"help": "train on N rows (after dropping rows over max_length), drawn with the seed (None: all)"},
+    )
+    max_eval_samples: int | None = field(
+        default=None,
+        metadata={"help": "evaluate during training on N of the evaluation rows, drawn with the seed (None: all)"},
     )
     drop_longer: bool = field(
         default=True,
@@ -115,6 +130,10 @@ class DataArguments:
     def __post_init__(self) -> None:
         if self.max_train_samples is not None and self.max_train_samples < 1:
             raise ValueError("max_train_samples must be >= 1")
+        if self.max_eval_samples is not None and self.max_eval_samples < 1:
+            raise ValueError("max_eval_samples must be >= 1")
+        if self.eval_split_size is not None and self.eval_split_size <= 0:
+            raise ValueError(f"eval_split_size must be > 0, got {self.eval_split_size}")
 
 
 def model_name(model_args: trl.ModelConfig) -> str:

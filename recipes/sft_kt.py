@@ -32,9 +32,9 @@ from trl import ModelConfig
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.configs import DataArguments, SFTConfig, model_name
-from kt_train.training.data import load_training_dataset
+from kt_train.training.data import load_eval_split, load_training_dataset
 from kt_train.training.launch import launch
-from kt_train.training.sft import run_sft
+from kt_train.training.sft import evaluates, run_sft
 
 CORPUS_SIZES = (10_000, 100_000, 1_000_000)
 logger = logging.getLogger(__name__)
@@ -72,7 +72,10 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
     if missing:
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
     chats = dataset.map(to_seqcoder_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
-    run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"])
+    test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
+    eval_chats = None if test is None else test.map(to_seqcoder_chat, remove_columns=test.column_names)
+    run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
+                  eval_dataset=eval_chats)  # fmt: skip
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
         trained = TrainedModels(

@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelerate import PartialState
+from datasets import Dataset
 from trl import ModelConfig
 
 from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
-from kt_train.training.data import load_training_dataset
+from kt_train.training.data import load_eval_split, load_training_dataset
 from kt_train.training.launch import launch
-from kt_train.training.sft import run_sft
+from kt_train.training.sft import evaluates, run_sft
 from kt_train.training.wandb_logging import reports_to_wandb
 
 ROLES = ("both", "generator", "extractor")
@@ -91,17 +92,22 @@ def ft_data_dir(script_args: NLScriptArguments) -> Path:
     return root
 
 
-def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
-    dataset = load_training_dataset(str(ft_data_dir(script_args)), script_args.dataset_train_split)
-    if script_args.role != "both":
+def chats_of_role(dataset: Dataset, role: str) -> Dataset:
+    """The chats of `role`'s direction (all for both), their chat columns only."""
+    if role != "both":
         if "direction" not in dataset.column_names:
-            raise ValueError(f"role {script_args.role!r} needs a `direction` column (e->w / w->e) in the data")
-        dataset = dataset.filter(lambda row: row["direction"] == DIRECTIONS[script_args.role])
-    keep = [c for c in ("messages", "prompt", "completion") if c in dataset.column_names]
-    dataset = dataset.select_columns(keep)
+            raise ValueError(f"role {role!r} needs a `direction` column (e->w / w->e) in the data")
+        dataset = dataset.filter(lambda row: row["direction"] == DIRECTIONS[role])
+    return dataset.select_columns([c for c in ("messages", "prompt", "completion") if c in dataset.column_names])
+
+
+def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    data = str(ft_data_dir(script_args))
+    dataset = chats_of_role(load_training_dataset(data, script_args.dataset_train_split), script_args.role)
+    test = load_eval_split(data, script_args.dataset_test_split) if evaluates(training_args) else None
     tags = ["nl", script_args.ft_domain, script_args.role]
     run = run_sft(dataset, script_args, training_args, model_args, dataset_name=f"nl-{script_args.ft_domain}",
-                  tags=tags)  # fmt: skip
+                  tags=tags, eval_dataset=None if test is None else chats_of_role(test, script_args.role))  # fmt: skip
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
         wandb_project = training_args.wandb_project if reports_to_wandb(training_args) else None

@@ -34,10 +34,10 @@ from trl import ModelConfig
 from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
-from kt_train.training.data import DatasetUnavailableError, load_training_dataset
+from kt_train.training.data import DatasetUnavailableError, load_eval_split, load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.report import wandb_runs, write_report
-from kt_train.training.sft import run_sft
+from kt_train.training.sft import evaluates, run_sft
 from tracegen.algorithms import ALGORITHMS
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 from tracegen.prompts import PROMPT_STYLES
@@ -114,9 +114,10 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
         if not (corpus / algorithm).is_dir():
             raise DatasetUnavailableError(f"no {algorithm} dataset in {corpus} (no kept traces for it?)")
         dataset = load_training_dataset(str(corpus / algorithm), script_args.dataset_train_split)
+        test = load_eval_split(str(corpus / algorithm), script_args.dataset_test_split)
         args = adapter_args(training_args, algorithm)
         run = run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}",
-                      tags=["rtce", algorithm])  # fmt: skip
+                      tags=["rtce", algorithm], eval_dataset=test if evaluates(args) else None)  # fmt: skip
         trained_now = trained_now or run.trainer is not None
     state = PartialState()
     if state.is_main_process:

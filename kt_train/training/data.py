@@ -61,6 +61,30 @@ def load_training_dataset(name_or_path: str, split: str = "train") -> Dataset:
         raise DatasetUnavailableError(f"cannot load dataset {name_or_path!r} (split {split!r}): {exc}") from exc
 
 
+def has_split(name_or_path: str, split: str) -> bool:
+    """Whether a dataset folder, file or cached hub dataset has the split `split` (a folder of data files: files
+    named `<split>-*` or `<split>.*`; one data file: only `train`)."""
+    path = Path(name_or_path)
+    if path.is_dir() and (path / "dataset_dict.json").is_file():
+        return split in load_from_disk(str(path))
+    if (path.is_dir() and (path / "dataset_info.json").is_file()) or path.is_file():
+        return split == "train"
+    if path.is_dir():
+        files = _data_files(path, split)
+        return bool(files) and all(p.name.startswith((f"{split}-", f"{split}.")) for p in files)
+    try:
+        from datasets import get_dataset_split_names
+
+        return split in get_dataset_split_names(name_or_path)
+    except Exception:  # an unknown or unreachable hub id has no split we can use
+        return False
+
+
+def load_eval_split(name_or_path: str, split: str) -> Dataset | None:
+    """The split `split` of a dataset, or None when it has none (then an evaluation holds rows out of training)."""
+    return load_training_dataset(name_or_path, split) if has_split(name_or_path, split) else None
+
+
 def to_prompt_completion(dataset: Dataset) -> Dataset:
     """Chats (`messages`, last turn the assistant's) to conversational prompt/completion rows, so that TRL computes
     the loss on the answer only (`completion_only_loss`); rows that already are prompt/completion pass through."""
@@ -97,6 +121,17 @@ def drop_longer_than(dataset: Dataset, tokenizer: Any, max_length: int) -> tuple
         "num_tokens"
     )
     return kept, len(dataset) - len(kept)
+
+
+def hold_out(dataset: Dataset, size: float, seed: int) -> tuple[Dataset, Dataset]:
+    """(training rows, evaluation rows): `size` rows (a fraction of them when below 1) drawn with `seed`."""
+    count = int(size) if size >= 1 else round(size * len(dataset))
+    if not 1 <= count < len(dataset):
+        raise ValueError(
+            f"eval_split_size {size} holds out {count} of {len(dataset)} rows: need 1 to {len(dataset) - 1}"
+        )
+    split = dataset.train_test_split(test_size=count, seed=seed, shuffle=True)
+    return split["train"].flatten_indices(), split["test"].flatten_indices()
 
 
 def take_samples(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:

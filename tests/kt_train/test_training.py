@@ -269,3 +269,49 @@ def test_keep_freed_memory_on_glibc() -> None:
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
     assert keep_freed_memory()
+
+
+def test_evaluation_during_training_on_held_out_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eval_strategy steps with eval_split_size: rows held out of training with the seed, eval_loss logged each
+    eval_steps, to the trainer's history and to W&B (was: no evaluation during training, no eval split passed)."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    args = training_args(tmp_path, eval_strategy="steps", eval_steps=1, report_to=["wandb"], save_strategy="no")
+    run = run_sft(chat_dataset(), DataArguments(eval_split_size=0.25), args, LORA, dataset_name="arith")
+    train, held = run.trainer.train_dataset, run.trainer.eval_dataset
+    assert (len(train), len(held), run.metrics["eval_samples"]) == (18, 6, 6)
+    assert not {tuple(r) for r in train["input_ids"]} & {tuple(r) for r in held["input_ids"]}
+    losses = [entry for entry in run.trainer.state.log_history if "eval_loss" in entry]
+    assert [entry["step"] for entry in losses] == [1, 2] and all(entry["eval_loss"] > 0 for entry in losses)
+    (wandb_run,) = (tmp_path / "wandb").glob("offline-run-*")
+    logged = [row for row in run_records(wandb_run)["history"] if "eval/loss" in row]
+    assert [row["eval/loss"] for row in logged] == pytest.approx([entry["eval_loss"] for entry in losses])
+    assert run_records(wandb_run)["config"]["script_args"]["eval_split_size"] == 0.25
+
+
+def test_evaluation_rows_from_the_test_split(tmp_path: Path) -> None:
+    """A dataset folder with a `test` split evaluates on it (dataset_test_split); one without needs
+    eval_split_size; without eval_strategy nothing is held out."""
+    from kt_train.training.data import load_eval_split, load_training_dataset
+    from kt_train.training.sft import prepare_datasets
+
+    folder = tmp_path / "chats"
+    (folder / "data").mkdir(parents=True)
+    chat_dataset(8).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    assert load_eval_split(str(folder), "test") is None
+    chat_dataset(3).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
+    train, test = load_training_dataset(str(folder)), load_eval_split(str(folder), "test")
+    assert (len(train), len(test)) == (8, 3)
+    tokenizer = get_tokenizer(DEFAULT_MODEL)
+    few = DataArguments(max_eval_samples=2)
+    assert len(prepare_datasets(train, test, few, training_args(tmp_path, eval_strategy="epoch"), tokenizer).eval) == 2
+    evaluating = training_args(tmp_path, eval_strategy="steps", eval_steps=1)
+    rows = prepare_datasets(train, test, DataArguments(eval_split_size=2), evaluating, tokenizer)
+    assert (len(rows.train), len(rows.eval)) == (8, 3)  # the test split wins; nothing held out of training
+    with pytest.raises(ValueError, match="needs evaluation rows"):
+        prepare_datasets(train, None, DataArguments(), evaluating, tokenizer)
+    rows = prepare_datasets(train, None, DataArguments(eval_split_size=2, max_train_samples=4), evaluating, tokenizer)
+    assert (len(rows.train), len(rows.eval)) == (4, 2)
+    rows = prepare_datasets(train, test, DataArguments(eval_split_size=2), training_args(tmp_path), tokenizer)
+    assert (len(rows.train), rows.eval) == (8, None)
+    with pytest.raises(ValueError, match="eval_split_size 8 holds out 8 of 8"):
+        prepare_datasets(train, None, DataArguments(eval_split_size=8), evaluating, tokenizer)

@@ -12,13 +12,25 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from eval.kt.checking import CheckConfig, check_dsl
 from eval.kt.dataset import KTDataset
 from eval.kt.scoring import GzipEncoding, aggregate, joined_gzip_bits, score_sample, sequence_gzip_bits
+from kt_train.stages import SETTINGS_FILE
+
+logger = logging.getLogger(__name__)
+EVALUATION = "kt-baselines"
+"""The `evaluation` key of a baselines `summary.json` (it tells one from another evaluation's summary)."""
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+OLD_FILES = {"baselines.json": SUMMARY_FILE, "baselines.md": REPORT_FILE}
+"""What `kt eval kt-baselines` wrote before it named its outputs as the other evaluations."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,7 @@ def compute_baselines(dataset: KTDataset, config: BaselineConfig, progress: bool
     sequences = [item.sequence for item in dataset.items]
     total = sum(len(s) for s in sequences)
     result: dict[str, Any] = {
+        "evaluation": EVALUATION,
         "dataset": str(dataset.path),
         "modality": dataset.modality,
         "dataset_fingerprint": dataset.fingerprint,
@@ -141,4 +154,47 @@ def baselines_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["BaselineConfig", "baselines_markdown", "chunks", "compute_baselines", "gzip_rates", "upper_bound"]
+def check_output(output: Path) -> None:
+    """Refuse a folder that holds another evaluation's results (its `summary.json` would be overwritten)."""
+    summary = output / SUMMARY_FILE
+    if (output / SETTINGS_FILE).is_file():
+        raise ValueError(
+            f"{output} holds another evaluation's run ({SETTINGS_FILE}): give kt-baselines a folder of its own"
+        )
+    if summary.is_file():
+        try:
+            evaluation = json.loads(summary.read_text(encoding="utf-8")).get("evaluation")
+        except (json.JSONDecodeError, AttributeError):
+            evaluation = None
+        if evaluation != EVALUATION:
+            raise ValueError(f"{summary} is not a kt-baselines summary: give kt-baselines a folder of its own")
+
+
+def write_baselines(result: dict[str, Any], output: Path) -> str:
+    """Write `summary.json` and `report.md` (as every evaluation) and return the report; the files of the old
+    names (`baselines.json` / `.md`) a previous version left in the folder are removed, so one result remains."""
+    check_output(output)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / SUMMARY_FILE).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    markdown = baselines_markdown(result)
+    (output / REPORT_FILE).write_text(markdown, encoding="utf-8")
+    for old, new in OLD_FILES.items():
+        if (output / old).is_file():
+            (output / old).unlink()
+            logger.info("removed %s: the old name of %s", output / old, new)
+    return markdown
+
+
+__all__ = [
+    "EVALUATION",
+    "REPORT_FILE",
+    "SUMMARY_FILE",
+    "BaselineConfig",
+    "baselines_markdown",
+    "check_output",
+    "chunks",
+    "compute_baselines",
+    "gzip_rates",
+    "upper_bound",
+    "write_baselines",
+]

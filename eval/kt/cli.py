@@ -31,22 +31,19 @@ def _kt_command(args: argparse.Namespace) -> int:
 
 
 def _baselines_command(args: argparse.Namespace) -> int:
-    from eval.kt.baselines import BaselineConfig, baselines_markdown, compute_baselines
+    from eval.kt.baselines import BaselineConfig, check_output, compute_baselines, write_baselines
     from eval.kt.dataset import DatasetError, load_kt_dataset
     from kt_train.options import options_from
 
+    output = Path(args.output)
     try:
+        check_output(output)
         dataset = load_kt_dataset(args.dataset, args.limit)
         config = options_from(BaselineConfig, args)
         result = compute_baselines(dataset, config)
     except (DatasetError, FileNotFoundError, ValueError) as exc:
         return fail(str(exc))
-    output = Path(args.output)
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "baselines.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    markdown = baselines_markdown(result)
-    (output / "baselines.md").write_text(markdown, encoding="utf-8")
-    print(markdown, end="")
+    print(write_baselines(result, output), end="")
     return 0
 
 
@@ -74,7 +71,7 @@ def register_kt(commands: Any) -> None:
 
     baselines = commands.add_parser("kt-baselines", help="KT: Repeat, Upper Bound, Gzip and LMiC on a set")
     baselines.add_argument("--dataset", required=True, metavar="DIR", help="`kt dsl eval-set` or `kt kt-data` folder")
-    baselines.add_argument("--output", required=True, metavar="DIR", help="folder for baselines.json and .md")
+    baselines.add_argument("--output", required=True, metavar="DIR", help="folder for summary.json and report.md")
     baselines.add_argument("--limit", type=int, default=None, help="the first N sequences only (default: all)")
     add_options_later(baselines, _baseline_config)
     baselines.set_defaults(handler=_baselines_command)

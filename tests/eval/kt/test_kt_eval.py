@@ -151,10 +151,36 @@ def test_baselines_by_hand(synthetic: Path, tmp_path: Path) -> None:
     assert rates["per_sequence_or_raw"] == pytest.approx(expected_backoff)
     assert chunks([(1, 2, 3), (4,)], 2) == [(1, 2), (3,), (4,)]
     assert main(["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(tmp_path / "b")]) == 0
-    result = json.loads((tmp_path / "b" / "baselines.json").read_text())
+    result = json.loads((tmp_path / "b" / SUMMARY_FILE).read_text())
     assert result["upper_bound"]["accuracy"] == 1.0
     assert result["upper_bound"]["compression_rate"] < result["gzip"]["per_sequence"]
-    assert "Upper Bound" in (tmp_path / "b" / "baselines.md").read_text()
+    assert "Upper Bound" in (tmp_path / "b" / REPORT_FILE).read_text()
+
+
+def test_baselines_write_the_file_names_of_every_evaluation(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kt-baselines wrote baselines.json / .md where the other evaluations write summary.json / report.md."""
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "baselines.json").write_text("{}")  # what an older version left: replaced, not kept beside
+    (out / "baselines.md").write_text("# old")
+    command = ["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(out), "--limit", "5"]
+    assert main(command) == 0
+    assert sorted(p.name for p in out.iterdir()) == [REPORT_FILE, SUMMARY_FILE]
+    assert json.loads((out / SUMMARY_FILE).read_text())["num_sequences"] == 5
+    assert main(command) == 0  # its own summary is overwritten
+    rows = _rows(synthetic)[:3]
+    predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
+    run = tmp_path / "run"
+    assert main(["eval", "kt", "--dataset", str(synthetic), "--predictions", str(predictions), "--limit", "3",
+                 "--output", str(run)]) == 0  # fmt: skip
+    before = (run / SUMMARY_FILE).read_text()
+    capsys.readouterr()
+    assert main(["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another evaluation's run" in err[0], err
+    assert (run / SUMMARY_FILE).read_text() == before  # an evaluation's summary is never overwritten
 
 
 def test_not_a_dataset(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Read a JSONL file of existing completions (rows `id` + `completion` or `completions`), shared by the evaluations."""
+"""Read a JSONL file of existing completions, shared by the evaluations: rows `id` + `completions` (a list: one text
+per sample, as the completion files the evaluations write themselves)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+FIELD = "completions"
+OLD_FIELD = "completion"
+"""The single-text field of older KT and NL prediction files, refused (never mixed with the list form)."""
+
 
 def read_prediction_rows(path: Path | str) -> Iterator[tuple[int, dict[str, Any], str, list[str | None]]]:
     """(line number, row, id, completions) per non-blank line. A line that is not such a row is a ValueError naming
-    the file, line and key: `completion` must be a string (or null: no completion), `completions` a list of those;
-    a file without any row is an error too."""
+    the file, line and key: `completions` must be a list of strings (or nulls: no completion); a row of the old form
+    (`completion`, one text) and a file without any row are errors too."""
     file = Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"no predictions file {file}")
@@ -21,20 +26,24 @@ def read_prediction_rows(path: Path | str) -> Iterator[tuple[int, dict[str, Any]
             continue
         try:
             row = json.loads(line)
-            texts = row["completions"] if "completions" in row else [row["completion"]]
+            if isinstance(row, dict) and OLD_FIELD in row:
+                raise ValueError(
+                    f"{file}:{number}: `{OLD_FIELD}` is the old form of a predictions row: write "
+                    f'`"{FIELD}": [text]` (a list, one text per sample)'
+                )
+            texts = row[FIELD]
             key = str(row["id"])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{file}:{number}: not a row with `id` and `completion(s)`: {exc}") from None
-        field = "completions" if "completions" in row else "completion"
+            raise ValueError(f"{file}:{number}: not a row with `id` and `{FIELD}`: {exc}") from None
         if not isinstance(texts, list):
-            raise ValueError(f"{file}:{number}: `completions` must be a list of strings, not {type(texts).__name__}")
+            raise ValueError(f"{file}:{number}: `{FIELD}` must be a list of strings, not {type(texts).__name__}")
         for text in texts:
             if text is not None and not isinstance(text, str):
-                raise ValueError(f"{file}:{number}: `{field}` holds a {type(text).__name__}, not a string (or null)")
+                raise ValueError(f"{file}:{number}: `{FIELD}` holds a {type(text).__name__}, not a string (or null)")
         rows += 1
         yield number, row, key, list(texts)
     if not rows:
-        raise ValueError(f"{file} holds no prediction rows (one JSON object per line with `id` and `completion`)")
+        raise ValueError(f"{file} holds no prediction rows (one JSON object per line with `id` and `{FIELD}`)")
 
 
-__all__ = ["read_prediction_rows"]
+__all__ = ["FIELD", "read_prediction_rows"]

@@ -54,7 +54,7 @@ class KTEvalConfig(BackendOptions):
     model: str | None = field(default=None, metadata={"help": "model to generate with (None: read --predictions)"})
     adapter: str | None = field(default=None, metadata={"help": "a LoRA adapter of the model", "metavar": "DIR"})
     predictions: str | None = field(
-        default=None, metadata={"help": "JSONL of existing completions (id, completion)", "metavar": "FILE"}
+        default=None, metadata={"help": "JSONL of existing completions (id, completions)", "metavar": "FILE"}
     )
     prompt: PromptStyle = field(default="zero-shot", metadata={"help": "zero-shot or cot (Python mode)"})
     num_samples: int = field(default=1, metadata={"help": "completions per sequence; an item keeps its best"})
@@ -114,8 +114,8 @@ def default_backend(config: KTEvalConfig) -> GenerationBackend:
 
 
 def read_predictions(path: Path | str, dataset: KTDataset) -> dict[str, list[str | None]]:
-    """Completions by item id from a JSONL file of rows `id` + `completion` (or `completions`, a list); several
-    rows of one id are several samples. Rows of unknown ids are an error (a mismatched dataset)."""
+    """Completions by item id from a JSONL file of rows `id` + `completions` (a list, as `completions.jsonl`);
+    several rows of one id are several samples. Rows of unknown ids are an error (a mismatched dataset)."""
     by_id: dict[str, list[str | None]] = defaultdict(list)
     known = {item.id for item in dataset.items}
     for number, _, key, texts in read_prediction_rows(path):

@@ -9,9 +9,9 @@ Spec strings (``--generators`` / ``--extractors``):
   kind ``structured``: the leakage guard does not apply to them);
 - generator ``procedural``: the ordinal-step NL templates of ``dsl.expr.procedural`` (kind ``nl``: guarded as any
   word problem);
-- ``LABEL=FILE.jsonl``: outputs made elsewhere (an API model, another machine), rows ``id`` + ``completion`` as in
-  every kt evaluation: ``id`` is the expression id for a generator's word problem, ``GENERATOR/EXPR_ID`` for an
-  extractor's answer; a missing row counts as no output;
+- ``LABEL=FILE.jsonl``: outputs made elsewhere (an API model, another machine), rows ``id`` + ``completions`` (a
+  list of one text) as in every kt evaluation: ``id`` is the expression id for a generator's word problem,
+  ``GENERATOR/EXPR_ID`` for an extractor's answer; a missing row or an empty list counts as no output;
 - extractor ``parser``: a rule-based reader that recovers exactly what the deterministic generators write
   (S-expression, JSON-AST, procedural steps or plain infix) and answers nothing otherwise.
 """
@@ -104,11 +104,19 @@ def parser_extract(word_problem: str, domain: str) -> str | None:
 
 
 def read_outputs(participant: Participant) -> dict[str, str | None]:
-    """The texts of a file participant by row id (`eval.predictions` rows: `id` + `completion`)."""
-    from eval.predictions import read_prediction_rows
+    """The texts of a file participant by row id (`eval.predictions` rows: `id` + `completions`, one text or none:
+    the round trip takes one word problem per expression and one answer per word problem)."""
+    from eval.predictions import FIELD, read_prediction_rows
 
     assert participant.path is not None
-    return {key: texts[0] if texts else None for _, _, key, texts in read_prediction_rows(participant.path)}
+    outputs: dict[str, str | None] = {}
+    for number, _, key, texts in read_prediction_rows(participant.path):
+        if len(texts) > 1:
+            raise ValueError(
+                f"{participant.path}:{number}: `{FIELD}` holds {len(texts)} texts; the round trip takes one"
+            )
+        outputs[key] = texts[0] if texts else None
+    return outputs
 
 
 def model_info(backend: Any) -> dict[str, Any]:

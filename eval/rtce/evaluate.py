@@ -147,7 +147,7 @@ def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBacken
 
 
 def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
-    """Completion rows from a JSONL of rows `id` (input/algorithm/task) + `completions` (or `completion`), with
+    """Completion rows from a JSONL of rows `id` (input/algorithm/task) + `completions` (a list), with
     optional `model` and `temperature`; rows of items not selected are skipped."""
     rows = []
     for _, row, item_id, texts in read_prediction_rows(path):

@@ -38,7 +38,7 @@ def _write(path: Path, rows: list[dict]) -> Path:
 
 def test_gold_programs_score_as_the_upper_bound(synthetic: Path, tmp_path: Path) -> None:
     rows = _rows(synthetic)
-    predictions = _write(tmp_path / "gold.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    predictions = _write(tmp_path / "gold.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
     out = tmp_path / "eval"
     code = main(["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(predictions),
                  "--output", str(out)])  # fmt: skip
@@ -67,8 +67,8 @@ def test_python_predictions_with_bad_completions(synthetic: Path, tmp_path: Path
     predictions = []
     for i, row in enumerate(rows):
         good = f"```python\n{render_python(parse_program(row['program']))}\n```\n###"
-        predictions.append({"id": row["id"], "completion": bad[i] if i < len(bad) else good})
-    predictions.append({"id": rows[3]["id"], "completion": "output = []"})  # a second, wrong sample of item 3
+        predictions.append({"id": row["id"], "completions": [bad[i] if i < len(bad) else good]})
+    predictions.append({"id": rows[3]["id"], "completions": ["output = []"]})  # a second, wrong sample of item 3
     path = _write(tmp_path / "py.jsonl", predictions)
     config = KTEvalConfig(
         dataset=str(synthetic), output=str(tmp_path / "out"), mode="python", predictions=str(path), limit=6,
@@ -98,8 +98,8 @@ def test_natural_text_set_compares_mod_256(tmp_path: Path) -> None:
     predictions = _write(
         tmp_path / "p.jsonl",
         [
-            {"id": first.id, "completion": "output = [ord(c) + 256 for c in 'abcab']"},  # right mod 256
-            {"id": second.id, "completion": "output = [ord(c) for c in 'cabd']"},
+            {"id": first.id, "completions": ["output = [ord(c) + 256 for c in 'abcab']"]},  # right mod 256
+            {"id": second.id, "completions": ["output = [ord(c) for c in 'cabd']"]},
         ],
     )
     config = KTEvalConfig(
@@ -111,9 +111,9 @@ def test_natural_text_set_compares_mod_256(tmp_path: Path) -> None:
 
 def test_bad_inputs_give_one_error_line(synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = _rows(synthetic)
-    unknown = _write(tmp_path / "unknown.jsonl", [{"id": "nope", "completion": "x"}])
+    unknown = _write(tmp_path / "unknown.jsonl", [{"id": "nope", "completions": ["x"]}])
     torn = tmp_path / "torn.jsonl"
-    torn.write_text(json.dumps({"id": rows[0]["id"], "completion": "x"}) + '\n{"id": ', encoding="utf-8")
+    torn.write_text(json.dumps({"id": rows[0]["id"], "completions": ["x"]}) + '\n{"id": ', encoding="utf-8")
     base = ["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--output", str(tmp_path / "o")]
     cases = [
         [*base, "--predictions", str(unknown)],
@@ -129,11 +129,16 @@ def test_bad_inputs_give_one_error_line(synthetic: Path, tmp_path: Path, capsys:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("kt: error:"), (argv, err)
+    old_form = _write(tmp_path / "old.jsonl", [{"id": rows[0]["id"], "completion": rows[0]["program"]}])
+    argv = [*base[:-1], str(tmp_path / "old"), "--predictions", str(old_form)]
+    assert main(argv) == 2  # KT's old field: refused, never taken as no sample
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "old.jsonl:1: `completion` is the old form" in err[0], err
 
 
 def test_a_rerun_with_other_settings_is_refused(synthetic: Path, tmp_path: Path) -> None:
     rows = _rows(synthetic)
-    path = _write(tmp_path / "p.jsonl", [{"id": rows[0]["id"], "completion": rows[0]["program"]}])
+    path = _write(tmp_path / "p.jsonl", [{"id": rows[0]["id"], "completions": [rows[0]["program"]]}])
     out = str(tmp_path / "out")
     run_kt_eval(KTEvalConfig(dataset=str(synthetic), output=out, mode="dsl", predictions=str(path)), progress=False)
     again = KTEvalConfig(dataset=str(synthetic), output=out, mode="dsl", predictions=str(path), limit=1)
@@ -221,7 +226,7 @@ def test_the_summary_and_plots_go_to_an_offline_wandb_run(
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     rows = _rows(synthetic)[:3]
-    path = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    path = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
     out = tmp_path / "out"
     config = KTEvalConfig(
         dataset=str(synthetic), output=str(out), mode="dsl", predictions=str(path), limit=3, wandb_project="kt-test"
@@ -242,7 +247,7 @@ def test_sharded_evaluation_merges_byte_identical_to_one_run(synthetic: Path, tm
     rows = _rows(synthetic)
     bad = {0: "no program here", 3: "output = [1, 2"}
     predictions = _write(
-        tmp_path / "p.jsonl", [{"id": r["id"], "completion": bad.get(i, r["program"])} for i, r in enumerate(rows)]
+        tmp_path / "p.jsonl", [{"id": r["id"], "completions": [bad.get(i, r["program"])]} for i, r in enumerate(rows)]
     )
     base = ["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(predictions)]
     assert main([*base, "--output", str(tmp_path / "one")]) == 0
@@ -259,11 +264,13 @@ def test_a_rerun_with_other_settings_is_one_line_and_overwrite_starts_afresh(
     synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = _rows(synthetic)
-    predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completion": r["program"]} for r in rows])
+    predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
     base = ["eval", "kt", "--dataset", str(synthetic), "--predictions", str(predictions), "--output", str(tmp_path)]
     assert main(base) == 0
     before = (tmp_path / ITEMS_FILE).read_bytes()
-    _write(predictions, [{"id": r["id"], "completion": "output = []"} for r in rows[:2]])  # other content, same path
+    _write(
+        predictions, [{"id": r["id"], "completions": ["output = []"]} for r in rows[:2]]
+    )  # other content, same path
     capsys.readouterr()
     assert main([*base, "--limit", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -49,13 +49,13 @@ def test_imported_outputs_guard_failures_are_charged_and_never_extracted(suite_d
     leak, missing, good = rows[0], rows[1], rows[2]  # rows[3] has no word problem at all: no output
     words = tmp_path / "api.jsonl"
     lines = [
-        {"id": leak["id"], "completion": " and ".join(f"{{{v}}} + 3 apples" for v in leak["variables"])},
-        {"id": missing["id"], "completion": "Somebody has some apples and buys more."},
-        {"id": good["id"], "completion": parser_extract_source(good)},
+        {"id": leak["id"], "completions": [" and ".join(f"{{{v}}} + 3 apples" for v in leak["variables"])]},
+        {"id": missing["id"], "completions": ["Somebody has some apples and buys more."]},
+        {"id": good["id"], "completions": [parser_extract_source(good)]},
     ]
     words.write_text("".join(json.dumps(line) + "\n" for line in lines))
     answers = tmp_path / "reader.jsonl"
-    answers.write_text(json.dumps({"id": f"api/{good['id']}", "completion": f"Expression: {good['infix']}"}) + "\n")
+    answers.write_text(json.dumps({"id": f"api/{good['id']}", "completions": [f"Expression: {good['infix']}"]}) + "\n")
     out = tmp_path / "run"
     run(suite_dir, out, [f"api={words}"], [f"reader={answers}", "parser"], max_expressions=None)
     results = pd.read_parquet(out / "results.parquet").set_index(["expr_id", "extractor"])
@@ -165,6 +165,17 @@ def test_cli_errors_are_one_line(suite_dir: Path, tmp_path: Path, capsys: pytest
     argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / "ok"), "--quiet"]
     assert kt_main([*argv, "--generators", "procedural", "--extractors", "parser", "--max-expressions", "3"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["mean_cell"] == 100.0
+    row = load_suite(suite_dir)[0]
+    for name, line in [
+        ("old", {"id": row["id"], "completion": parser_extract_source(row)}),  # NL's old field
+        ("two", {"id": row["id"], "completions": [parser_extract_source(row)] * 2}),  # one word problem per id
+    ]:
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
+        argv = ["nl", "run", "--suite", str(suite_dir), "--output", str(tmp_path / name), "--quiet"]
+        assert kt_main([*argv, "--generators", f"api={tmp_path / name}.jsonl", "--extractors", "parser"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        expected = "`completion` is the old form" if name == "old" else "`completions` holds 2 texts"
+        assert len(err) == 1 and f"{name}.jsonl:1: {expected}" in err[0], err
 
 
 @pytest.mark.slow
@@ -184,11 +195,13 @@ def test_the_embedded_model_in_both_roles(suite_dir: Path, tmp_path: Path) -> No
 def test_judging_over_processes_gives_the_same_results(suite_dir: Path, tmp_path: Path) -> None:
     words = tmp_path / "words.jsonl"
     rows = load_suite(suite_dir)[:6]
-    words.write_text("".join(json.dumps({"id": r["id"], "completion": parser_extract_source(r)}) + "\n" for r in rows))
+    words.write_text(
+        "".join(json.dumps({"id": r["id"], "completions": [parser_extract_source(r)]}) + "\n" for r in rows)
+    )
     answers = tmp_path / "answers.jsonl"  # right, wrong (another expression), unparsable, wrong
     texts = ["Expression: " + rows[0]["infix"], "Expression: " + rows[0]["infix"], "Expression: (", "B - A"]
     answers.write_text(
-        "".join(json.dumps({"id": f"w/{r['id']}", "completion": t}) + "\n" for r, t in zip(rows, texts))
+        "".join(json.dumps({"id": f"w/{r['id']}", "completions": [t]}) + "\n" for r, t in zip(rows, texts))
     )
     frames = []
     for workers in (1, 2):

@@ -22,6 +22,7 @@ from dsl.program import DSLError, render_program, render_python
 from dsl.sampler import SamplerConfig, sample_program
 from dsl.selection import Target
 from kt_train.cli import fail
+from kt_train.options import add_options_later
 
 HANDLED = (DSLError, CorpusError, FileNotFoundError, IsADirectoryError, ValueError, yaml.YAMLError)
 
@@ -171,6 +172,23 @@ def _export_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init_seqcoder(args: argparse.Namespace) -> int:
+    from dsl.seqcoder_model import SeqCoderInit, save_seqcoder
+    from kt_train.options import options_from
+
+    try:
+        print(json.dumps(save_seqcoder(Path(args.output), options_from(SeqCoderInit, args))))
+    except FileExistsError as exc:
+        return fail(str(exc))
+    return 0
+
+
+def _seqcoder_init_class() -> type:
+    from dsl.seqcoder_model import SeqCoderInit
+
+    return SeqCoderInit
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `kt dsl` and its subcommands."""
     dsl = subparsers.add_parser("dsl", help="KT sequence DSL: corpora, running, bits, rendering.")
@@ -199,6 +217,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--corpus", required=True, help="A `kt dsl generate` corpus directory.")
     export.add_argument("--output", required=True, help="Dataset directory to write.")
     export.set_defaults(handler=_guarded(_export_chat))
+
+    init = commands.add_parser(
+        "init-seqcoder", help="Write a SeqCoder made from scratch: a seeded small Llama and its DSL tokenizer."
+    )
+    init.add_argument("--output", required=True, help="Model folder to write (new or empty).")
+    add_options_later(init, _seqcoder_init_class, config_file=False)
+    init.set_defaults(handler=_guarded(_init_seqcoder))
 
     run = commands.add_parser("run", help="Run a program file; print its sequence as a JSON list.")
     run.add_argument("file", help="Program file ('-' for stdin).")

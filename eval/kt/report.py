@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eval.kt import plots
 from eval.kt.scoring import PREFIXES, aggregate
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 PLOT_FILE = "metrics_by_length.png"
 PREFIX_PLOT_FILE = "correct_prefix.png"
+PLOT_FILES = (PLOT_FILE, PREFIX_PLOT_FILE)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -60,32 +62,6 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_plots(rows: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any], output: Path) -> None:
-    """CompressionRate and Accuracy against sequence length; the longest correct prefix's distribution."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    buckets = metrics["by_length"]
-    names = [b["bucket"] for b in buckets]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
-    left.bar(names, [b["compression_rate"] for b in buckets], color="tab:blue")
-    left.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    left.set(title="CompressionRate (lower is better)", xlabel="sequence length")
-    right.bar(names, [b["accuracy"] for b in buckets], color="tab:green")
-    right.set(title="Accuracy", xlabel="sequence length", ylim=(0, 1))
-    fig.tight_layout()
-    fig.savefig(output / PLOT_FILE, dpi=120)
-    plt.close(fig)
-    fig, axis = plt.subplots(figsize=(5, 3.5))
-    axis.hist([r["correct_prefix"] for r in rows], bins=32, color="tab:purple")
-    axis.set(title="Longest correct prefix", xlabel="elements", ylabel="sequences")
-    fig.tight_layout()
-    fig.savefig(output / PREFIX_PLOT_FILE, dpi=120)
-    plt.close(fig)
-
-
 ITEM_COLUMNS = ("id", "length", "correct", "correct_prefix", "program_bits", "y_bits")
 """The columns of the W&B table of items (those a row has)."""
 
@@ -103,8 +79,8 @@ def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], 
         flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}
         columns = [c for c in ITEM_COLUMNS if rows and c in rows[0]]
         items = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
-        plots = {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in (PLOT_FILE, PREFIX_PLOT_FILE)}
-        run.log(flat | plots | {"items": items})
+        images = {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in PLOT_FILES}
+        run.log(flat | images | {"items": items})
     finally:
         finish_wandb()
 
@@ -127,7 +103,7 @@ def write_outputs(
     }
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (output / REPORT_FILE).write_text(markdown_report(summary), encoding="utf-8")
-    write_plots(rows, metrics, output)
+    plots.write_plots(rows, metrics, output, plots.caption(settings, dataset.modality, len(rows)), PLOT_FILES)
     if config.wandb_project:
         log_to_wandb(summary, rows, output, config.wandb_project)
     return summary
@@ -135,6 +111,7 @@ def write_outputs(
 
 __all__ = [
     "PLOT_FILE",
+    "PLOT_FILES",
     "PREFIX_PLOT_FILE",
     "REPORT_FILE",
     "SUMMARY_FILE",

@@ -370,7 +370,7 @@ def run_nl(
     numeric, categorical = analysis_features(frame)
     summary = write_report(
         frame, output, numeric, categorical, panels=config.panels or None, seed=config.seed,
-        title=f"NL round trip ({domain}, {len(rows)} expressions)",
+        title=f"NL round trip: suite {Path(config.suite).name} ({domain}, {len(rows)} expressions)",
     )  # fmt: skip
     if config.wandb_project:
         log_report_to_wandb(

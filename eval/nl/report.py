@@ -554,12 +554,12 @@ def write_report(
     plots = []
     if analysis.matrix is not None:
         matrix_csv(analysis.matrix).to_csv(output / MATRIX_FILE)
-        plots.append(heatmap(analysis.matrix, output / HEATMAP_FILE).name)
+        plots.append(heatmap(analysis.matrix, output / HEATMAP_FILE, title).name)
         by = [c for c in COMPLEXITY if c in df.columns]
         if by:
-            plots.append(accuracy_curve(df, by, output / ACCURACY_FILE).name)
+            plots.append(accuracy_curve(df, by, output / ACCURACY_FILE, title).name)
     if analysis.predictors is not None and not analysis.predictors.skipped:
-        plots.append(shap_bar(analysis.predictors, output / SHAP_FILE).name)
+        plots.append(shap_bar(analysis.predictors, output / SHAP_FILE, title).name)
     summary = summarise(analysis, title, plots)
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (output / REPORT_FILE).write_text(report_markdown(analysis, title, plots))

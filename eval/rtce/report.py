@@ -451,10 +451,11 @@ def write_report(
     metric, aggregated = pass_metric(rows), aggregate(rows)
     algorithms = ordered((r["algorithm"] for r in rows), ALGORITHM_ORDER)
     difficulty = category_difficulty(rows, metric)
+    source = plots.source(title, settings)
     for algorithm in algorithms:
-        plots.radial_pass_plot(aggregated, algorithm, output / radial_plot_file(algorithm), metric)
-    plots.length_vs_pass_plot(rows, output / LENGTH_PLOT_FILE, metric)
-    plots.category_heatmap_plot(difficulty, output / CATEGORY_PLOT_FILE, metric)
+        plots.radial_pass_plot(aggregated, algorithm, output / radial_plot_file(algorithm), metric, source)
+    plots.length_vs_pass_plot(rows, output / LENGTH_PLOT_FILE, metric, source)
+    plots.category_heatmap_plot(difficulty, output / CATEGORY_PLOT_FILE, metric, source)
     summary = {
         "title": title,
         "settings": dict(settings),

@@ -146,6 +146,30 @@ def test_a_rerun_with_other_settings_is_refused(synthetic: Path, tmp_path: Path)
         run_kt_eval(again, progress=False)
 
 
+def test_plots_are_headed_by_model_set_and_n(synthetic: Path, tmp_path: Path) -> None:
+    """The KT plots named neither the model nor the set nor n (per plot or per length bucket)."""
+    from eval.kt.plots import caption, length_figure, prefix_figure
+    from eval.plotting import texts
+
+    rows = _rows(synthetic)[:6]
+    predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows[:4]])
+    out = tmp_path / "eval"
+    config = KTEvalConfig(dataset=str(synthetic), output=str(out), mode="dsl", predictions=str(predictions), limit=6)
+    summary = run_kt_eval(config, progress=False)
+    items = [json.loads(line) for line in (out / ITEMS_FILE).read_text().splitlines()]
+    text = caption(summary["settings"], summary["modality"], len(items))
+    assert text == f"predictions p.jsonl · set {synthetic.name} (synthetic) · dsl mode · n = 6 sequences"
+    model = caption({"model": "m", "adapter": "/runs/lora-7", "dataset": "/d/set", "mode": "python"}, "text", 1)
+    assert model == "m + adapter lora-7 · set set (text) · python mode · n = 1 sequence"
+    length = length_figure(summary["metrics"], text)
+    assert length.get_suptitle() == f"KT: CompressionRate and Accuracy by sequence length\n{text}"
+    buckets = summary["metrics"]["by_length"]
+    assert sum(b["n"] for b in buckets) == 6 and f"{buckets[0]['bucket']}\n(n={buckets[0]['n']})" in texts(length)
+    prefix = prefix_figure(items, text)
+    assert text in prefix.get_suptitle()
+    assert {"wrong or no program (2)", "correct program (4)"} <= set(texts(prefix))  # 2 of 6 had no completion
+
+
 def test_baselines_by_hand(synthetic: Path, tmp_path: Path) -> None:
     sequences = [tuple(r["sequence"]) for r in _rows(synthetic)]
     raw = 8 * sum(map(len, sequences))

@@ -143,6 +143,47 @@ def test_a_run_without_nl_generators_still_reports(tmp_path: Path) -> None:
     assert not (tmp_path / "matrix.csv").exists()
 
 
+def test_the_matrix_plot_draws_cells_only_with_margins_as_bars_and_the_guard_rows() -> None:
+    """The heatmap drew q^E, q^G and Leak % as heatmap cells (coloured as accuracies), left Guard % out and named
+    neither the run nor n."""
+    from eval.nl.plots import matrix_figure
+    from eval.plotting import texts
+
+    table = results_table()
+    matrix = communication_matrix(table)
+    fig = matrix_figure(matrix, "NL round trip: suite s (arithmetic, 24 expressions)")
+    heading = fig.get_suptitle()
+    assert "communication matrix" in heading and "suite s (arithmetic, 24 expressions)" in heading
+    assert "n = 24 expressions per cell" in heading
+    (image,) = [im for ax in fig.axes for im in ax.get_images()]
+    assert image.get_array().shape == (len(EXTRACTORS), len(NL_GENERATORS))  # cells only: N_E x N_G
+    cells, q_e, q_g, guard = fig.axes[:4]
+    assert [t.get_text() for t in cells.get_yticklabels()] == list(EXTRACTORS)
+    assert [t.get_text() for t in cells.get_xticklabels()] == list(NL_GENERATORS)
+    assert len(q_e.patches) == len(EXTRACTORS) and len(q_g.patches) == len(NL_GENERATORS)  # the margins as bars
+    assert q_e.patches[0].get_width() == pytest.approx(matrix.extraction_quality["small"])
+    assert q_g.patches[1].get_height() == pytest.approx(matrix.generation_quality["big"])
+    assert [t.get_text() for t in guard.get_yticklabels()] == ["Leak %", "Guard %"]
+    shown = texts(fig)
+    assert f"{matrix.leak_pass['small']:.1f}" in shown and f"{matrix.guard_pass['small']:.1f}" in shown
+    assert f"{matrix.extraction_quality['reader']:.1f} ± {matrix.extraction_std['reader']:.1f}" in shown
+
+
+def test_accuracy_and_shap_plots_name_the_run_and_n() -> None:
+    from eval.nl.plots import accuracy_figure, shap_figure
+    from eval.nl.predictors import failure_predictors
+    from eval.plotting import texts
+
+    table = results_table()
+    accuracy = accuracy_figure(table, ["k", "d"], "run X")
+    assert "run X" in accuracy.get_suptitle() and "n = 24 expressions" in accuracy.get_suptitle()
+    assert "2\n(n=6)" in texts(accuracy)  # k = 2 + i % 4: 6 of the 24 expressions each
+    assert all(ax.get_legend() is None for ax in accuracy.axes) and len(accuracy.legends) == 1
+    result = failure_predictors(table, FEATURES, CATEGORICAL, seed=0)
+    shap = shap_figure(result, "run X")
+    assert "run X" in shap.get_suptitle() and f"n = {result.n_rows} round trips" in shap.get_suptitle()
+
+
 @pytest.mark.slow  # W&B start-up takes several seconds
 def test_log_report_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "offline")

@@ -253,3 +253,39 @@ def test_log_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: pytest.M
     assert history["scores/_type"] == "table-file" and history["scores/nrows"] == len(rows)
     assert {history[f"{name.removesuffix('.png')}/_type"] for name in summary["plots"]} == {"image-file"}
     assert not any(key.endswith(".png") or ".png/" in key for key in history)
+
+
+def test_plots_are_headed_by_model_benchmark_and_n_with_legends_outside_the_data() -> None:
+    """The radial plots had no visible title (pushed off the figure), no n, no model or benchmark, and polygons
+    drawn as plain lines of one style hid one another."""
+    from eval.plotting import texts
+    from eval.rtce.plots import (
+        FILL_ALPHA,
+        category_heatmap_figure,
+        length_vs_pass_figure,
+        radial_pass_figure,
+        source,
+    )
+
+    rows = _benchmark_rows()
+    settings = {"predictions": "/runs/preds.jsonl", "benchmark": "/data/rtce-bench", "scoring": "strict"}
+    caption = source("RTCE: /runs/preds.jsonl", settings)
+    assert caption == "predictions preds.jsonl · benchmark rtce-bench · strict scoring"
+    assert source("RTCE: base", {}) == "RTCE: base"
+    radial = radial_pass_figure(aggregate(rows), "lzw", "pass@5", caption)
+    heading = radial.get_suptitle()
+    assert (
+        heading.startswith("RTCE LZW: pass@5 per task") and caption in heading and "n = 6 inputs per task" in heading
+    )
+    (axis,) = radial.axes
+    assert axis.get_legend() is None and len(radial.legends) == 1  # the legend is the figure's, outside the polar axes
+    assert [t.get_text() for t in radial.legends[0].get_texts()] == ["base", "lora"]
+    lines = axis.get_lines()
+    assert len({line.get_linestyle() for line in lines}) == len({line.get_marker() for line in lines}) == 2
+    assert len([p for p in axis.patches if p.get_alpha() == FILL_ALPHA]) == 2  # translucent polygons
+    length = length_vs_pass_figure(rows, "pass@5", caption)
+    assert caption in length.get_suptitle() and "n = 6 inputs" in length.get_suptitle()
+    assert all(a.get_legend() is None for a in length.axes) and len(length.legends) == 1
+    assert "<=16\n(n=2)" in texts(length)
+    categories = category_heatmap_figure(category_difficulty(rows), "pass@5", caption)
+    assert "strings / keyboard (n=2)" in texts(categories) and "n = 6 inputs" in categories.get_suptitle()

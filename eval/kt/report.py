@@ -57,7 +57,7 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
         "|---|---:|",
         *(f"| {verdict} | {count} |" for verdict, count in m["verdicts"].items()),
         "",
-        f"Plots: `{PLOT_FILE}`, `{PREFIX_PLOT_FILE}`.",
+        *(f"![{name.removesuffix('.png')}]({name})" for name in PLOT_FILES),
     ]
     return "\n".join(lines) + "\n"
 

@@ -58,6 +58,7 @@ def test_gold_programs_score_as_the_upper_bound(synthetic: Path, tmp_path: Path)
     assert all(i["verdict"] == "correct" and i["program"] == r["program"] for i, r in zip(items, rows, strict=True))
     report = (out / REPORT_FILE).read_text()
     assert "| 1.000 |" in report and "correct" in report
+    assert f"![correct_prefix]({PREFIX_PLOT_FILE})" in report  # the plots shown in the report, not only named
     assert (out / PLOT_FILE).stat().st_size > 1000 and (out / PREFIX_PLOT_FILE).stat().st_size > 1000
 
 

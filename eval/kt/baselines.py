@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,9 @@ class BaselineConfig:
     chunk_length: int = field(default=128, metadata={"help": "chunk length of the chunked Gzip figures"})
     lmic_items: int = field(default=0, metadata={"help": "sequences coded with LMiC (0: skip LMiC)"})
     lmic_model: str | None = field(default=None, metadata={"help": "LMiC's model (None: the embedded default)"})
+    wandb_project: str | None = field(
+        default=None, metadata={"help": "log the CompressionRates and a table of the sequences to this W&B project"}
+    )
 
 
 def chunks(sequences: Sequence[Sequence[int]], length: int) -> list[Sequence[int]]:
@@ -170,6 +173,46 @@ def check_output(output: Path) -> None:
             raise ValueError(f"{summary} is not a kt-baselines summary: give kt-baselines a folder of its own")
 
 
+def headline_scalars(result: Mapping[str, Any]) -> dict[str, float]:
+    """Every figure of the result as a flat `baseline/figure` key (`gzip/per_sequence`, `upper_bound/accuracy`,
+    `lmic/compression_rate`, `lmic/gzip_same_items/per_sequence`...)."""
+
+    def leaves(prefix: str, value: Any) -> dict[str, float]:
+        if isinstance(value, Mapping):
+            return {k: v for key, sub in value.items() for k, v in leaves(f"{prefix}/{key}", sub).items()}
+        return {prefix: value} if isinstance(value, int | float) and not isinstance(value, bool) else {}
+
+    baselines = ("repeat", "upper_bound", "gzip", "lmic")
+    return {
+        k: v for key, value in result.items() if key in baselines or key.startswith("gzip_chunks_")
+        for k, v in leaves(key, value).items()
+    }  # fmt: skip
+
+
+def log_baselines_to_wandb(
+    result: Mapping[str, Any], dataset: KTDataset, config: BaselineConfig, output: Path
+) -> None:
+    """Log the baselines' figures and a table of the sequences (id, length, raw and Gzip bits) to W&B (offline unless
+    logged in; files under the output folder)."""
+    import wandb
+
+    from kt_train.wandb_runs import finish_wandb, start_wandb_run
+
+    settings = {k: v for k, v in asdict(config).items() if k != "wandb_project"}
+    settings |= {k: result[k] for k in ("dataset", "modality", "dataset_fingerprint", "num_sequences", "symbol_bits")}
+    run = start_wandb_run(config.wandb_project or "", output, settings, EVALUATION)
+    try:
+        columns = ["id", "length", "raw_bits", "gzip_bits"]
+        data = [
+            [item.id, len(item.sequence), dataset.symbol_bits * len(item.sequence),
+             sequence_gzip_bits(item.sequence, config.gzip_encoding)]
+            for item in dataset.items
+        ]  # fmt: skip
+        run.log(headline_scalars(result) | {"items": wandb.Table(columns=columns, data=data)})
+    finally:
+        finish_wandb()
+
+
 def write_baselines(result: dict[str, Any], output: Path) -> str:
     """Write `summary.json` and `report.md` (as every evaluation) and return the report; the files of the old
     names (`baselines.json` / `.md`) a previous version left in the folder are removed, so one result remains."""
@@ -195,6 +238,8 @@ __all__ = [
     "chunks",
     "compute_baselines",
     "gzip_rates",
+    "headline_scalars",
+    "log_baselines_to_wandb",
     "upper_bound",
     "write_baselines",
 ]

@@ -31,7 +31,13 @@ def _kt_command(args: argparse.Namespace) -> int:
 
 
 def _baselines_command(args: argparse.Namespace) -> int:
-    from eval.kt.baselines import BaselineConfig, check_output, compute_baselines, write_baselines
+    from eval.kt.baselines import (
+        BaselineConfig,
+        check_output,
+        compute_baselines,
+        log_baselines_to_wandb,
+        write_baselines,
+    )
     from eval.kt.dataset import DatasetError, load_kt_dataset
     from kt_train.options import options_from
 
@@ -44,6 +50,8 @@ def _baselines_command(args: argparse.Namespace) -> int:
     except (DatasetError, FileNotFoundError, ValueError) as exc:
         return fail(str(exc))
     print(write_baselines(result, output), end="")
+    if config.wandb_project:
+        log_baselines_to_wandb(result, dataset, config, output)
     return 0
 
 

@@ -331,3 +331,23 @@ def test_a_failed_generation_is_recorded_and_made_again_by_the_rerun(synthetic: 
     second = [json.loads(line) for line in (tmp_path / COMPLETIONS_FILE).read_text().splitlines()]
     assert "error" not in second[0] and second[0]["completions"] and second[1] == first[1]
     assert summary["metrics"]["num_items"] == 2
+
+
+def test_baselines_go_to_an_offline_wandb_run(
+    synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every evaluation logs its headline scalars and a table of items: kt-baselines logged nothing."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "b"
+    command = ["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(out), "--limit", "4"]
+    assert main([*command, "--wandb-project", "kt-test"]) == 0
+    (run,) = (out / "wandb").glob("offline-run-*")
+    logged = run_records(run)
+    (history,) = logged["history"]
+    result = json.loads((out / SUMMARY_FILE).read_text())
+    assert history["gzip/per_sequence"] == pytest.approx(result["gzip"]["per_sequence"])
+    assert history["upper_bound/compression_rate"] == pytest.approx(result["upper_bound"]["compression_rate"])
+    assert history["repeat/compression_rate"] == 1.0 and "gzip_chunks_128/whole_set" in history
+    assert history["items/_type"] == "table-file" and history["items/nrows"] == 4
+    assert logged["config"]["dataset_fingerprint"] == result["dataset_fingerprint"]

@@ -30,6 +30,7 @@ from accelerate import PartialState
 from datasets import Dataset
 from trl import ModelConfig
 
+from dsl.expr.ft_data import FORMAT as FT_FORMAT
 from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
 from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig, model_name
@@ -81,7 +82,7 @@ def ft_data_dir(script_args: NLScriptArguments) -> Path:
     """`dataset_name`, else the cached default fine-tuning data (built by the main process first)."""
     if script_args.dataset_name is not None:
         return Path(script_args.dataset_name)
-    name = f"nl-ft-{script_args.ft_domain}-seed{script_args.ft_seed}-{script_args.ft_pairs_per_depth}"
+    name = f"nl-ft-{script_args.ft_domain}-seed{script_args.ft_seed}-{script_args.ft_pairs_per_depth}-v{FT_FORMAT}"
     root = cache_dir() / "data" / name
     with PartialState().main_process_first():
         if PartialState().is_main_process and not (root / "ft_data.json").is_file():

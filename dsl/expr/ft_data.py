@@ -37,6 +37,8 @@ FT_DOMAINS = ("arithmetic", "assembly")
 SPLITS = ("train", "test")
 DIRECTIONS = ("e->w", "w->e")
 MANIFEST = "ft_data.json"
+FORMAT = 2
+"""The version of the files `write_ft_dataset` makes (in the manifest, and in the name of the recipes' cached copy)."""
 SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -221,11 +223,20 @@ def write_ft_dataset(
     tables = {split: pa.Table.from_pylist(records.get(split, []), schema=SCHEMA) for split in SPLITS}
     info = _card_info(config, counts, length_card_section(lengths), command)
     write_hf_dataset(directory, tables, info)
-    manifest = {"config": asdict(config), "counts": counts, "token_lengths": lengths}
+    manifest = {"config": asdict(config), "counts": counts, "token_lengths": lengths, "format": FORMAT}
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, directory / MANIFEST)
     return directory
 
 
-__all__ = ["DIRECTIONS", "FT_DOMAINS", "MANIFEST", "SCHEMA", "FTDataConfig", "build_ft_records", "write_ft_dataset"]
+__all__ = [
+    "DIRECTIONS",
+    "FORMAT",
+    "FT_DOMAINS",
+    "MANIFEST",
+    "SCHEMA",
+    "FTDataConfig",
+    "build_ft_records",
+    "write_ft_dataset",
+]

@@ -47,8 +47,9 @@ class SplitSize:
 
 
 def row_id(*parts: str | int) -> str:
-    """The id of a row: `parts` (item id first) joined by `/`; each part is letters, digits and `_.+-`."""
-    texts = [str(part) for part in parts]
+    """The id of a row: `parts` (item id first, or the id of the row it extends) joined by `/`; each part between
+    slashes is letters, digits and `_.+-`."""
+    texts = [text for part in parts for text in str(part).split("/")]
     bad = [text for text in texts if not ID_PART.fullmatch(text)]
     if not texts or bad:
         raise ValueError(f"an id part is letters, digits and _.+- only, got {bad or texts!r}")
@@ -135,6 +136,7 @@ def write_hf_dataset(
 
 
 __all__ = [
+    "ID_PART",
     "CardInfo",
     "SplitSize",
     "card_text",

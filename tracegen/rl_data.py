@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kt_train.hf_dataset import row_id
 from tracegen.algorithms import ALGORITHMS, get_algorithm
 from tracegen.benchmark import load_corpus, load_summary
 from tracegen.sft_data import load_eval_ids
@@ -29,7 +30,7 @@ ROUNDTRIP_PATTERN = rf"{_FREE}\[ANSWER\]\s*\{{\s*\"output\"\s*:{_FREE},\s*\"deco
 def _row(item_id: str, algorithm: str, task: str, prompt: str, answer_json: str, x: str, freq: Any) -> dict[str, Any]:
     return {
         "prompt": [{"role": "user", "content": prompt}],
-        "id": f"{item_id}/{algorithm}/{task}",
+        "id": row_id(item_id, algorithm, task),
         "task": task,
         "algorithm": algorithm,
         "answer_json": answer_json,

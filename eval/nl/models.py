@@ -11,7 +11,7 @@ Spec strings (``--generators`` / ``--extractors``):
   word problem);
 - ``LABEL=FILE.jsonl``: outputs made elsewhere (an API model, another machine), rows ``id`` + ``completions`` (a
   list of one text) as in every kt evaluation: ``id`` is the expression id for a generator's word problem,
-  ``GENERATOR/EXPR_ID`` for an extractor's answer; a missing row or an empty list counts as no output;
+  ``EXPR_ID/GENERATOR`` for an extractor's answer; a missing row or an empty list counts as no output;
 - extractor ``parser``: a rule-based reader that recovers exactly what the deterministic generators write
   (S-expression, JSON-AST, procedural steps or plain infix) and answers nothing otherwise.
 """
@@ -28,6 +28,7 @@ from dsl.expr.prompts import ANSWER_PREFIX
 from dsl.expr.serialize import parse_infix, parse_json_ast, parse_sexpr, to_infix, to_json_ast, to_sexpr
 from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
+from kt_train.hf_dataset import ID_PART
 
 Kind = Literal["lm", "file", "structured", "procedural", "parser"]
 # the deterministic participants of each role and their kind
@@ -64,6 +65,8 @@ def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Par
     label, sep, rest = spec.partition("=")
     if not sep:
         label, rest = "", spec
+    if label and not ID_PART.fullmatch(label):
+        raise ValueError(f"{role} label {label!r}: letters, digits and _.+- only (it is part of the record ids)")
     if rest.endswith(".jsonl"):
         if not label:
             raise ValueError(f"name the outputs of {rest}: LABEL={rest}")
@@ -77,6 +80,8 @@ def parse_participant(spec: str, role: Literal["generator", "extractor"]) -> Par
         raise FileNotFoundError(f"no adapter_config.json in {adapter} ({role} {spec!r})")
     if not label:
         label = Path(model.rstrip("/")).name + (f"+{Path(adapter.rstrip('/')).name}" if adapter else "")
+        if not ID_PART.fullmatch(label):
+            raise ValueError(f"{role} {spec!r}: name it LABEL={spec} (letters, digits and _.+-: part of record ids)")
     return Participant(label, "lm", model, adapter or None)
 
 

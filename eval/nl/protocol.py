@@ -44,6 +44,7 @@ from eval.nl.models import (
 )
 from eval.nl.oracle import judge_many
 from kt_train.generation import FREE_BACKEND_OPTIONS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.hf_dataset import row_id
 from kt_train.logs import first_line
 from kt_train.models import ModelUnavailableError
 from kt_train.records import run_resumable
@@ -51,7 +52,7 @@ from kt_train.stages import RunFolder, RunOptions
 
 logger = logging.getLogger(__name__)
 RESULTS_FILE = "results.parquet"
-VERSION = 2
+VERSION = 3
 """The code version of the run's records (part of its settings): raised when records change."""
 DOMAINS = ("arithmetic", "logic")
 
@@ -185,14 +186,14 @@ def generate_word_problems(
             imported, backend, config.sampling(config.generator_tokens),
         )  # fmt: skip
         return [
-            {"id": f"{generator.label}/{row['id']}", "expr_id": row["id"], "generator": generator.label,
+            {"id": row_id(row["id"], generator.label), "expr_id": row["id"], "generator": generator.label,
              "generator_kind": generator.generator_kind, "model": generator.model, "adapter": generator.adapter,
              **info, "text": text, **_guard_fields(text, row, guard, guarded), "elapsed_s": elapsed}
             for row, text in zip(batch, texts, strict=True)
         ]  # fmt: skip
 
     return run_resumable(
-        path, list(rows), lambda r: f"{generator.label}/{r['id']}", process, config.batch_size, progress,
+        path, list(rows), lambda r: row_id(r["id"], generator.label), process, config.batch_size, progress,
         f"generate {generator.label}",
     )  # fmt: skip
 
@@ -217,13 +218,13 @@ def extract_expressions(
             config.sampling(config.extractor_tokens),
         )  # fmt: skip
         return [
-            {"id": f"{extractor.label}/{w['id']}", "extractor": extractor.label, "generator": w["generator"],
+            {"id": row_id(w["id"], extractor.label), "extractor": extractor.label, "generator": w["generator"],
              "expr_id": w["expr_id"], **info, "completion": text, "elapsed_s": elapsed}
             for w, text in zip(batch, texts, strict=True)
         ]  # fmt: skip
 
     return run_resumable(
-        path, todo, lambda w: f"{extractor.label}/{w['id']}", process, config.batch_size, progress,
+        path, todo, lambda w: row_id(w["id"], extractor.label), process, config.batch_size, progress,
         f"extract {extractor.label}",
     )  # fmt: skip
 

@@ -55,7 +55,7 @@ def test_imported_outputs_guard_failures_are_charged_and_never_extracted(suite_d
     ]
     words.write_text("".join(json.dumps(line) + "\n" for line in lines))
     answers = tmp_path / "reader.jsonl"
-    answers.write_text(json.dumps({"id": f"api/{good['id']}", "completions": [f"Expression: {good['infix']}"]}) + "\n")
+    answers.write_text(json.dumps({"id": f"{good['id']}/api", "completions": [f"Expression: {good['infix']}"]}) + "\n")
     out = tmp_path / "run"
     run(suite_dir, out, [f"api={words}"], [f"reader={answers}", "parser"], max_expressions=None)
     results = pd.read_parquet(out / "results.parquet").set_index(["expr_id", "extractor"])
@@ -151,6 +151,8 @@ def test_participant_specs() -> None:
         parse_participant("ft=smollm2-135m-instruct@/nonexistent", "generator")
     with pytest.raises(ValueError, match="share a label"):
         NLRunConfig("s", "o", ["procedural", "procedural"], ["parser"]).participants()
+    with pytest.raises(ValueError, match="part of the record ids"):  # ids are `<expr>/<generator>/<extractor>`
+        parse_participant("my reader=smollm2-135m-instruct", "extractor")
     assert parser_extract("nothing to parse here, friend", "arithmetic") is None
 
 
@@ -201,7 +203,7 @@ def test_judging_over_processes_gives_the_same_results(suite_dir: Path, tmp_path
     answers = tmp_path / "answers.jsonl"  # right, wrong (another expression), unparsable, wrong
     texts = ["Expression: " + rows[0]["infix"], "Expression: " + rows[0]["infix"], "Expression: (", "B - A"]
     answers.write_text(
-        "".join(json.dumps({"id": f"w/{r['id']}", "completions": [t]}) + "\n" for r, t in zip(rows, texts))
+        "".join(json.dumps({"id": f"{r['id']}/w", "completions": [t]}) + "\n" for r, t in zip(rows, texts))
     )
     frames = []
     for workers in (1, 2):

@@ -46,6 +46,16 @@ def _same_rendering(tokenizer: Any, first: str, second: str, chats: list[list[di
     )
 
 
+def _adds_default_system(tokenizer: Any, template: str) -> bool:
+    """Whether `template` renders a chat without a system message longer than with an empty one (a default system
+    prompt; SeqCoder's template, for one, adds none)."""
+    empty = {"role": "system", "content": ""}
+    return any(
+        len(_render(tokenizer, template, chat, prompt)) > len(_render(tokenizer, template, [empty, *chat], prompt))
+        for chat, prompt in _cases(list(_TURNS))
+    )
+
+
 def with_default_system(template: str, system_prompt: str) -> str:
     """`template` with `system_prompt` as the system message of every conversation that has none."""
     # A Jinja string literal: JSON's escapes, the rest as the Python escapes Jinja's lexer decodes.
@@ -61,7 +71,7 @@ def with_default_system(template: str, system_prompt: str) -> str:
 def training_chat_template(tokenizer: Any, system_prompt: str | None) -> str | None:
     """The chat template to train `tokenizer`'s model with: `system_prompt` as the system message of every chat that
     has none; None: no system message added (a ChatML template's default one left out). A template that is not
-    ChatML is kept as it is (a warning says so when no system prompt is configured)."""
+    ChatML is kept as it is (a warning says so when it adds a default system prompt and none is configured)."""
     template = tokenizer.chat_template
     if not isinstance(template, str):
         return template
@@ -78,10 +88,11 @@ def training_chat_template(tokenizer: Any, system_prompt: str | None) -> str | N
             raise ValueError("system_prompt: the chat template does not show a first system message as one")
         return trained
     if not _same_rendering(tokenizer, template, CHATML_TEMPLATE, other):
-        logger.warning(
-            "the chat template is not ChatML: kept as it is, with any default system prompt it adds to chats "
-            "without one (set system_prompt, or chat_template_path, to choose)"
-        )
+        if _adds_default_system(tokenizer, template):
+            logger.warning(
+                "the chat template is not ChatML: kept as it is, with the default system prompt it adds to chats "
+                "without one (set system_prompt, or chat_template_path, to choose)"
+            )
         return template
     if _same_rendering(tokenizer, template, CHATML_TEMPLATE, list(_TURNS)):
         return template  # it adds nothing to chats without a system message

@@ -71,6 +71,22 @@ def test_a_template_that_is_not_chatml_is_kept(tmp_path: Path) -> None:
         training_chat_template(tokenizer, "Use the DSL.")
 
 
+def test_a_template_that_is_not_chatml_warns_only_when_it_adds_a_system_prompt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from dsl.seqcoder_tokenizer import seqcoder_tokenizer
+
+    tokenizer = seqcoder_tokenizer()  # SeqCoder's template: a chat without a system message gets none
+    with caplog.at_level("WARNING", logger="kt_train.chat_templates"):
+        assert training_chat_template(tokenizer, None) == tokenizer.chat_template
+    assert not caplog.records
+    turns = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    tokenizer.chat_template = "{% if messages[0]['role'] != 'system' %}[system] Be kind.\n{% endif %}" + turns
+    with caplog.at_level("WARNING", logger="kt_train.chat_templates"):
+        assert training_chat_template(tokenizer, None) == tokenizer.chat_template
+    assert "default system prompt" in caplog.text
+
+
 def test_an_adapter_is_evaluated_in_its_training_format(tmp_path: Path) -> None:
     """The transformers backend formats an adapter's prompts with the template saved with it: the SeqCoder prompt
     is the training row's prompt, token for token (was: the base template, default system prompt included)."""

@@ -25,6 +25,9 @@ class RunFields:
     Chats get no system message unless `system_prompt` sets one: the default one a chat template adds (SmolLM2's
     "You are a helpful AI assistant named SmolLM, ...") is left out; the adapter is saved with the template it was
     trained with, which its evaluations use (`kt_train.chat_templates`).
+    `torch_threads` fixes the thread count of a CPU run: on 2 cores, 2 threads trained 1.5x and generated 1.7x
+    faster than 1 when nothing else ran, but 2.7x and up to 9x slower beside one other busy process
+    (docs/benchmarks.md, "Torch threads on CPU").
     Activation (gradient) checkpointing is off by default (TRL: on): recomputing activations costs about a third
     more compute, and a small model with LoRA fits without it; turn it on for large models with
     `gradient_checkpointing: true` (transformers 5.19's name; later versions call it `activation_checkpointing`).
@@ -44,6 +47,14 @@ class RunFields:
             "one, like SmolLM2's, is left out: kt_train.chat_templates)"
         },
     )
+    torch_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "torch threads of the recipe's process and of the evaluations it starts, set by the recipe's "
+            "launcher (None: as launched; `accelerate launch` gives each CPU process its share of the physical "
+            "cores unless --num_cpu_threads_per_process or OMP_NUM_THREADS says otherwise)"
+        },
+    )
     wandb_entity: str | None = field(default=None, metadata={"help": "W&B entity (team or user) to log to"})
     wandb_project: str | None = field(default=None, metadata={"help": "W&B project to log to"})
     wandb_run_group: str | None = field(default=None, metadata={"help": "W&B group of this run"})
@@ -60,6 +71,8 @@ class RunFields:
     )
 
     def __post_init__(self) -> None:
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ValueError(f"torch_threads must be >= 1, got {self.torch_threads}")
         if not torch.cuda.is_available():
             # Without use_cpu, accelerate finds no distributed backend on CPU and every DeepSpeed rank believes it
             # is alone (num_processes=1); with it, gloo is used and ZeRO-3 runs on 2 CPU processes.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 import types
 import typing
@@ -19,6 +20,7 @@ from kt_train.logs import configure_logging, report_error, take_debug_flag
 from kt_train.models import ModelUnavailableError, check_model_name
 from kt_train.training.data import DatasetUnavailableError
 
+logger = logging.getLogger(__name__)
 USER_ERRORS = (ValueError, FileNotFoundError, DatasetUnavailableError, ModelUnavailableError)
 
 
@@ -76,6 +78,19 @@ def check_models(parsed: Sequence[Any]) -> None:
             check_model_name(name)
 
 
+def apply_torch_threads(parsed: Sequence[Any]) -> None:
+    """`torch_threads`, when set: this process's torch threads, and OMP_NUM_THREADS of the processes it starts (the
+    post-training evaluations)."""
+    for arguments in parsed:
+        threads = getattr(arguments, "torch_threads", None)
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            logger.info("torch threads: %d", threads)
+
+
 def launch(
     main: Callable[..., Any],
     script_arguments: type,
@@ -94,6 +109,7 @@ def launch(
             raise ValueError(f"the config is not valid YAML: {exc}") from exc
         check_types(parsed)
         check_models(parsed)
+        apply_torch_threads(parsed)
         configure_logging(debug, _process_log_level(parsed))
         main(*parsed)
     except USER_ERRORS as exc:

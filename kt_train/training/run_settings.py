@@ -34,6 +34,7 @@ IGNORED_KEYS = frozenset(
         "skip_memory_metrics", "local_rank", "debug", "include_num_input_tokens_seen", "torch_empty_cache_steps",
         "restore_callback_states_from_checkpoint", "ddp_timeout", "do_train", "do_eval", "do_predict",
         "per_device_eval_batch_size", "prediction_loss_only", "include_for_metrics", "batch_eval_metrics",
+        "torch_threads",
     }
 )  # fmt: skip
 IGNORED_PREFIXES = ("logging_", "save_", "hub_", "trackio_", "wandb_", "dataloader_", "eval_")

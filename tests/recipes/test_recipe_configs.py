@@ -157,3 +157,46 @@ def test_bad_values_are_one_line_before_anything_loads(
     assert _launch_with(config, tmp_path) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(expected, err[0]), err
+
+
+CPU_CONFIGS = [c for c in CONFIGS if "accelerate_configs/cpu.yaml" in c.read_text()]  # launched on one CPU process
+
+
+def test_cpu_configs_train_on_micro_batches_of_one_row_with_a_set_thread_count() -> None:
+    """Micro-batches of one row (no padding: 1.6x faster than two padded rows here, half the memory), the effective
+    batch kept by gradient accumulation, and the torch threads chosen (was: 2 x 4 and whatever accelerate chose)."""
+    assert {c.relative_to(ROOT / "recipes").parts[1] for c in CPU_CONFIGS} == {
+        "sft_kt", "sft_nl", "sft_rtce", "grpo_kt", "grpo_nl", "grpo_rtce",
+    }  # fmt: skip
+    for config in CPU_CONFIGS:
+        values = yaml.safe_load(config.read_text())
+        assert values["per_device_train_batch_size"] == 1, config
+        assert values["torch_threads"] == 1, config
+    effective = {"sft_kt/config_10k.yaml": 8, "sft_nl/config_qlora_cpu.yaml": 4, "grpo_rtce/config_cpu.yaml": 4}
+    for name, rows in effective.items():
+        assert (
+            yaml.safe_load((ROOT / "recipes/smollm2-135m" / name).read_text())["gradient_accumulation_steps"] == rows
+        )
+
+
+def test_torch_threads_apply_to_the_recipe_and_the_processes_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`torch_threads: 1`: the recipe's torch and its evaluation's (a separate process) run one thread each."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # as `accelerate launch` sets it on 2 cores; restored after the test
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    def main(script_args: Any, training_args: SFTConfig, model_args: Any) -> None:
+        probe = "import torch; print(torch.get_num_threads())"
+        child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        seen.extend([torch.get_num_threads(), int(child.stdout)])
+
+    recipe = load_recipe("sft_kt")
+    try:
+        argv = ["--output_dir", str(tmp_path), "--torch_threads", "1"]
+        assert launch(main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 1]
+    assert launch(main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), "--torch_threads", "0"]) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,8 @@ class TrainedModels:
     seed: int
     trained_now: bool = field(default=True)
     wandb_project: str | None = None
+    wandb_group: str | None = None
+    """The W&B project and group of the training run (None: it did not report to W&B): its evaluations log there."""
     context: dict[str, Any] = field(default_factory=dict)
     """Recipe data an evaluation needs: `corpus` (KT: the training corpus), `rtce_corpus` (RTCE: the default corpus
     root with benchmark/ and the held-out ids)."""
@@ -63,6 +66,20 @@ def eval_backend_field() -> Any:
             "choices": EVAL_BACKENDS,
         },
     )
+
+
+def training_wandb(training_args: Any) -> dict[str, str | None]:
+    """`wandb_project` and `wandb_group` of `TrainedModels`: where a training run that reports to W&B logged (the
+    Trainer's W&B callback: WANDB_PROJECT, else transformers' "huggingface"), else None."""
+    from kt_train.training.wandb_logging import reports_to_wandb
+
+    if not reports_to_wandb(training_args):
+        return {"wandb_project": None, "wandb_group": None}
+    project = training_args.wandb_project or os.environ.get("WANDB_PROJECT") or "huggingface"
+    return {
+        "wandb_project": project,
+        "wandb_group": training_args.wandb_run_group or os.environ.get("WANDB_RUN_GROUP"),
+    }
 
 
 def backend_option(script_args: Any) -> dict[str, str]:
@@ -125,8 +142,7 @@ def nl_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
         "generators": [*lms, "sexpr", "procedural"], "extractors": [*lms, "parser"],
         "max_expressions": script_args.eval_expressions, "generator_shots": script_args.eval_generator_shots,
         "extractor_shots": script_args.eval_extractor_shots, "generator_tokens": script_args.eval_generator_tokens,
-        "extractor_tokens": script_args.eval_extractor_tokens, "seed": trained.seed,
-        "wandb_project": trained.wandb_project, **backend_option(script_args),
+        "extractor_tokens": script_args.eval_extractor_tokens, "seed": trained.seed, **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["nl", "run"], options)
 
@@ -136,14 +152,19 @@ EVALUATIONS: dict[str, EvaluationBuilder] = {"kt": kt_evaluation, "rtce": rtce_e
 
 
 def run_evaluation(name: str, evaluation: Evaluation, trained: TrainedModels) -> int:
-    """Run one prepared evaluation in a separate process; its exit status."""
+    """Run one prepared evaluation in a separate process, logging to the training's W&B project and group when it
+    reported to W&B (a run of its own: the training's run id is not passed on); its exit status."""
     config = trained.output_dir / f"{name}.config.json"
-    config.write_text(json.dumps(evaluation.options, indent=2) + "\n", encoding="utf-8")
+    options = dict(evaluation.options)
+    if trained.wandb_project is not None:
+        options |= {"wandb_project": trained.wandb_project, "wandb_group": trained.wandb_group}
+    config.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
     command = [sys.executable, "-m", "kt_train.cli", *evaluation.command, "--config", str(config)]
     if trained.trained_now:
         command.append("--overwrite")  # new adapters: the earlier evaluation is of others
     logger.info("evaluating in a separate process: %s", " ".join(command))
-    return subprocess.run(command, check=False).returncode
+    environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_RUN_ID", "WANDB_RESUME")}
+    return subprocess.run(command, check=False, env=environment).returncode
 
 
 def run_evaluations(names: Sequence[str], trained: TrainedModels, script_args: Any) -> dict[str, Path | None]:

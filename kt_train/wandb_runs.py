@@ -21,13 +21,16 @@ def logged_in() -> bool:
         return False
 
 
-def start_wandb_run(project: str, directory: Path | str, config: dict[str, Any], job_type: str) -> Any:
-    """A W&B run for an evaluation: offline unless logged in (an explicit WANDB_MODE wins), files under `directory`."""
+def start_wandb_run(
+    project: str, directory: Path | str, config: dict[str, Any], job_type: str, group: str | None = None
+) -> Any:
+    """A W&B run for an evaluation, in `group` when given (a training's evaluations: its group): offline unless
+    logged in (an explicit WANDB_MODE wins), files under `directory`."""
     import wandb
 
     if not logged_in():
         os.environ.setdefault("WANDB_MODE", "offline")
-    return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type)
+    return wandb.init(project=project, dir=str(directory), config=config, job_type=job_type, group=group)
 
 
 def finish_wandb() -> None:

@@ -30,7 +30,13 @@ from accelerate import PartialState
 from trl import ModelConfig
 
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
-from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
+from eval.post_training import (
+    TrainedModels,
+    checked_evaluations,
+    eval_backend_field,
+    run_evaluations,
+    training_wandb,
+)
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.training.data import load_eval_split, load_training_dataset
 from kt_train.training.launch import launch
@@ -81,6 +87,7 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
         trained = TrainedModels(
             Path(training_args.output_dir), model_name(model_args), {"kt": training_args.output_dir},
             training_args.seed, trained_now=run.trainer is not None, context={"corpus": str(corpus)},
+            **training_wandb(training_args),  # the evaluation logs beside the training run
         )  # fmt: skip
         run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()

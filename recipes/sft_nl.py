@@ -31,14 +31,19 @@ from datasets import Dataset
 from trl import ModelConfig
 
 from dsl.expr.ft_data import FORMAT as FT_FORMAT
-from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
+from eval.post_training import (
+    TrainedModels,
+    checked_evaluations,
+    eval_backend_field,
+    run_evaluations,
+    training_wandb,
+)
 from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import load_eval_split, load_training_dataset
 from kt_train.training.launch import launch
 from kt_train.training.sft import evaluates, run_sft
-from kt_train.training.wandb_logging import reports_to_wandb
 
 ROLES = ("both", "generator", "extractor")
 FT_DOMAINS = ("arithmetic", "assembly")
@@ -111,10 +116,9 @@ def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: M
                   tags=tags, eval_dataset=None if test is None else chats_of_role(test, script_args.role))  # fmt: skip
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
-        wandb_project = training_args.wandb_project if reports_to_wandb(training_args) else None
         trained = TrainedModels(
             Path(training_args.output_dir), model_name(model_args), {"ft": training_args.output_dir},
-            training_args.seed, run.trainer is not None, wandb_project,  # the report beside the training run
+            training_args.seed, run.trainer is not None, **training_wandb(training_args),  # beside the training run
         )  # fmt: skip
         run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()

@@ -31,7 +31,13 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import ModelConfig
 
-from eval.post_training import TrainedModels, checked_evaluations, eval_backend_field, run_evaluations
+from eval.post_training import (
+    TrainedModels,
+    checked_evaluations,
+    eval_backend_field,
+    run_evaluations,
+    training_wandb,
+)
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import DatasetUnavailableError, load_eval_split, load_training_dataset
@@ -125,7 +131,8 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
         if script_args.evaluations:
             adapters = {algorithm: str(output / algorithm) for algorithm in script_args.algorithms}
             trained = TrainedModels(output, model_name(model_args), adapters, training_args.seed, trained_now,
-                                    context={"rtce_corpus": str(corpus.parent)})  # fmt: skip
+                                    context={"rtce_corpus": str(corpus.parent)},
+                                    **training_wandb(training_args))  # fmt: skip
             run_evaluations(script_args.evaluations, trained, script_args)
         report = write_report(
             output, script_args.algorithms, "RTCE SFT: one adapter per algorithm", output / "eval" / "report.md"

@@ -49,10 +49,10 @@ def _items(updates: Any) -> dict[str, Any]:
 
 def run_records(run_dir: Path) -> dict[str, Any]:
     """What an offline run logged: `history` (one dict per `log` call, values decoded from JSON), `summary` and
-    `config` (their last values)."""
+    `config` (their last values), `run` (its id, project, group, job type and name)."""
     from wandb.proto import wandb_internal_pb2
 
-    logged: dict[str, Any] = {"history": [], "summary": {}, "config": {}}
+    logged: dict[str, Any] = {"history": [], "summary": {}, "config": {}, "run": {}}
     for path in sorted(run_dir.glob("*.wandb")):
         for payload in payloads(path):
             record = wandb_internal_pb2.Record()
@@ -66,4 +66,7 @@ def run_records(run_dir: Path) -> dict[str, Any]:
                 logged["config"] |= _items(record.config.update)
             elif kind == "run":
                 logged["config"] |= _items(record.run.config.update)
+                run = record.run
+                logged["run"] = {"id": run.run_id, "project": run.project, "group": run.run_group,
+                                 "job_type": run.job_type, "name": run.display_name}  # fmt: skip
     return logged

@@ -74,6 +74,9 @@ class KTEvalConfig(BackendOptions):
         default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]}
     )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
+    wandb_group: str | None = field(
+        default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -208,7 +211,7 @@ def score_items(
 def eval_settings(config: KTEvalConfig, dataset: KTDataset) -> dict[str, Any]:
     """What decides the evaluation's output: the config (less where it goes), the model, adapter and predictions
     by content, the dataset's fingerprint and the code version."""
-    free = {"output", "wandb_project", *FREE_BACKEND_OPTIONS}
+    free = {"output", "wandb_project", "wandb_group", *FREE_BACKEND_OPTIONS}
     settings = {k: v for k, v in asdict(config).items() if k not in free}
     settings |= {"dataset_fingerprint": dataset.fingerprint, "num_items": len(dataset.items), "version": VERSION}
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}

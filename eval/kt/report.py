@@ -66,14 +66,16 @@ ITEM_COLUMNS = ("id", "length", "correct", "correct_prefix", "program_bits", "y_
 """The columns of the W&B table of items (those a row has)."""
 
 
-def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], output: Path, project: str) -> None:
-    """Log the metrics, a table of the items and the plots (keyed by name, without `.png`) to W&B (offline unless
-    logged in; files under the output folder)."""
+def log_to_wandb(
+    summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], output: Path, project: str, group: str | None = None
+) -> None:
+    """Log the metrics, a table of the items and the plots (keyed by name, without `.png`) to W&B, in `group` when
+    given (offline unless logged in; files under the output folder)."""
     import wandb
 
     from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
-    run = start_wandb_run(project, output, dict(summary["settings"]), "kt-eval")
+    run = start_wandb_run(project, output, dict(summary["settings"]), "kt-eval", group)
     try:
         flat = {k: v for k, v in summary["metrics"].items() if isinstance(v, int | float)}
         flat |= {f"prefix_accuracy@{k}": v for k, v in summary["metrics"]["prefix_accuracy"].items()}
@@ -105,7 +107,7 @@ def write_outputs(
     (output / REPORT_FILE).write_text(markdown_report(summary), encoding="utf-8")
     plots.write_plots(rows, metrics, output, plots.caption(settings, dataset.modality, len(rows)), PLOT_FILES)
     if config.wandb_project:
-        log_to_wandb(summary, rows, output, config.wandb_project)
+        log_to_wandb(summary, rows, output, config.wandb_project, config.wandb_group)
     return summary
 
 

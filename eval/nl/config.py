@@ -48,6 +48,9 @@ class NLRunConfig(BackendOptions):
         },
     )
     wandb_project: str | None = field(default=None, metadata={"help": "log the report to this W&B project"})
+    wandb_group: str | None = field(
+        default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

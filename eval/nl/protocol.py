@@ -332,7 +332,8 @@ def run_nl(
         raise ValueError(f"kt nl run evaluates the {' and '.join(DOMAINS)} suites, not {domain!r}")
     rows = select_expressions(without_shots(suite, domain), config.max_expressions, config.seed)
     output = Path(config.output)
-    free = {"output", "generators", "extractors", "wandb_project", "panels", "batch_size", "judge_workers"}
+    free = {"output", "generators", "extractors", "panels", "batch_size", "judge_workers"}
+    free |= {"wandb_project", "wandb_group"}
     free |= {"backend", "server_extensions", *FREE_BACKEND_OPTIONS}  # greedy: the same texts whoever serves them
     settings = {k: v for k, v in asdict(config).items() if k not in free}  # what the results depend on
     settings |= {"domain": domain, "expressions": sorted(row["id"] for row in rows)}
@@ -380,6 +381,7 @@ def run_nl(
             config.wandb_project,
             settings | {"generators": config.generators, "extractors": config.extractors},
             items=frame,
+            group=config.wandb_group,
         )
     folder.finish({"rows": len(frame)})
     return summary

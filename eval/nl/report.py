@@ -600,6 +600,7 @@ def log_report_to_wandb(
     project: str,
     config: Mapping[str, Any],
     items: pd.DataFrame | None = None,
+    group: str | None = None,
 ) -> None:
     """A W&B run (offline unless logged in; files under `output_dir`): the headline numbers, the matrix as a table,
     the results as a table of items (one row per expression, generator and extractor) and the plots written by
@@ -609,7 +610,7 @@ def log_report_to_wandb(
     from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
-    run = start_wandb_run(project, output, {"title": summary["title"], **config}, WANDB_JOB_TYPE)
+    run = start_wandb_run(project, output, {"title": summary["title"], **config}, WANDB_JOB_TYPE, group)
     try:
         logged: dict[str, Any] = dict(scalar_summary(summary))
         matrix = summary.get("matrix")

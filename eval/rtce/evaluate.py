@@ -102,6 +102,9 @@ class RTCEEvalConfig(BackendOptions):
     retries: int = field(default=2, metadata={"help": "retries of a failed generation request"})
     backoff_s: float = field(default=5.0, metadata={"help": "seconds before a retry"})
     wandb_project: str | None = field(default=None, metadata={"help": "log tables and plots to this W&B project"})
+    wandb_group: str | None = field(
+        default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -182,11 +185,8 @@ def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[
     """What decides the evaluation's output: the config (less where it goes and how requests are retried), the
     model, adapters, predictions and benchmark by content, the selected prompts and the code version. Not the
     scoring mode: every run rescores all completions under both modes, so another `--scoring` reuses them."""
-    settings = {
-        k: v
-        for k, v in asdict(config).items()
-        if k not in {"output", "wandb_project", "retries", "backoff_s", "scoring", *FREE_BACKEND_OPTIONS}
-    }
+    free = {"output", "wandb_project", "wandb_group", "retries", "backoff_s", "scoring", *FREE_BACKEND_OPTIONS}
+    settings = {k: v for k, v in asdict(config).items() if k not in free}
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
     settings["adapters_sha256"] = {label: adapter_hash(path) for label, path in config.adapters.items()}
     settings["benchmark_sha256"] = content_hash(Path(config.benchmark) / "rtce.json")
@@ -253,7 +253,7 @@ def run_rtce_eval(
         with (output / "report.md").open("a", encoding="utf-8") as report:
             report.write("\n" + reflection_markdown(summary["reflection"], config.reflection_rounds))
     if config.wandb_project:
-        log_to_wandb(summary, scored, output, config.wandb_project)
+        log_to_wandb(summary, scored, output, config.wandb_project, config.wandb_group)
     folder.finish({"rows": len(scored)})
     return summary
 

@@ -501,15 +501,17 @@ def _wandb_table(records: Sequence[Row], columns: Collection[str]) -> Any:
     return wandb.Table(columns=list(columns), data=[[r.get(c) for c in columns] for r in records])
 
 
-def log_to_wandb(summary: Mapping[str, Any], rows: Sequence[Row], output_dir: str | Path, project: str) -> None:
-    """A W&B run (offline unless logged in; files under `output_dir`): tables of the aggregates, the round trips and
-    the scored rows, and the plots."""
+def log_to_wandb(
+    summary: Mapping[str, Any], rows: Sequence[Row], output_dir: str | Path, project: str, group: str | None = None
+) -> None:
+    """A W&B run, in `group` when given (offline unless logged in; files under `output_dir`): tables of the
+    aggregates, the round trips and the scored rows, and the plots."""
     import wandb
 
     from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
-    run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval")
+    run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval", group)
     try:
         scores = [
             {**r, "em": _mean([float(x) for x in r["em"]]), "es": _mean([float(x) for x in r["es"]])} for r in rows

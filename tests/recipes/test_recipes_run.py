@@ -20,11 +20,12 @@ from kt_train.models import DEFAULT_MODEL, get_tokenizer, resolve_model_path
 from kt_train.stages import adapter_hash
 from kt_train.training.launch import launch
 from kt_train.training.model import check_trainable, get_training_model
+from tests.wandb_records import run_records
 
 from .test_recipe_configs import ROOT, load_recipe
 
 QUICK = ["--max_steps", "1", "--warmup_steps", "0", "--per_device_train_batch_size", "2", "--report_to", "none"]
-QUICK += ["--save_strategy", "no"]
+QUICK += ["--save_strategy", "no", "--eval_strategy", "no"]
 
 
 def train_quickly(
@@ -63,6 +64,33 @@ def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) ->
     settings = json.loads((out / "kt_eval" / "summary.json").read_text())["settings"]
     assert settings["adapter_sha256"] != summary["settings"]["adapter_sha256"]
     assert settings["adapter_sha256"] == adapter_hash(out)
+
+
+def test_sft_kt_post_training_evaluation_logs_beside_the_training_run(tmp_path: Path) -> None:
+    """The training run and its `kt eval kt` run (a separate process) are two W&B runs of the same project and group
+    (was: the evaluation was not logged at all); the training run's config holds the script and model arguments, and
+    eval_loss of rows held out during training is in its history."""
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
+    out = tmp_path / "out"
+    recipe = load_recipe("sft_kt")
+    argv = [
+        "--config", str(ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"), "--dataset_name", str(corpus),
+        "--output_dir", str(out), "--max_steps", "1", "--warmup_steps", "0", "--save_strategy", "no",
+        "--eval_steps", "1", "--eval_split_size", "4", "--wandb_project", "kt-test", "--wandb_run_group", "g1",
+        "--wandb_offline", "true", "--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "24",
+    ]  # fmt: skip
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    (training_dir,) = (out / "wandb").glob("offline-run-*")
+    (evaluation_dir,) = (out / "kt_eval" / "wandb").glob("offline-run-*")
+    training, evaluation = run_records(training_dir), run_records(evaluation_dir)
+    assert training["run"]["project"] == evaluation["run"]["project"] == "kt-test"
+    assert training["run"]["group"] == evaluation["run"]["group"] == "g1"
+    assert training["run"]["id"] != evaluation["run"]["id"] and evaluation["run"]["job_type"] == "kt-eval"
+    assert evaluation["summary"]["accuracy"] is not None and evaluation["config"]["adapter"] == str(out)
+    assert training["config"]["script_args"]["corpus_size"] == 10000 and training["config"]["run_name"] == "out"
+    assert training["config"]["model_args"]["lora_r"] == 16 and training["config"]["torch_threads"] == 1
+    assert [row["eval/loss"] for row in training["history"] if "eval/loss" in row]  # held-out rows, step 1
+    assert json.loads((out / "kt.config.json").read_text())["wandb_group"] == "g1"
 
 
 @pytest.mark.slow

@@ -191,10 +191,11 @@ def test_log_report_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("WANDB_SILENT", "true")
     frame = results_table()
     summary = write_report(frame, tmp_path, FEATURES, CATEGORICAL)
-    log_report_to_wandb(summary, tmp_path, "nl-report-test", {"seed": 0}, items=frame)
+    log_report_to_wandb(summary, tmp_path, "nl-report-test", {"seed": 0}, items=frame, group="a-training-group")
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     logged = run_records(runs[0])
+    assert (logged["run"]["project"], logged["run"]["group"]) == ("nl-report-test", "a-training-group")
     (history,) = logged["history"]
     assert history["matrix/mean_cell"] == pytest.approx(summary["matrix"]["mean_cell"])
     assert logged["summary"]["matrix/mean_cell"] == history["matrix/mean_cell"] and logged["config"]["seed"] == 0

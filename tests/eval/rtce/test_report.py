@@ -237,9 +237,12 @@ def test_log_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("WANDB_SILENT", "true")
     rows = [_row("i1", "rle", task) for task in TASKS] + [_row("i2", "rle", "output_pred", em=(False,), es=(0.0,))]
     summary = write_report(rows, [], tmp_path, "wandb", {"model": "base"})
-    log_to_wandb(summary, rows, tmp_path, "rtce-test")
+    log_to_wandb(summary, rows, tmp_path, "rtce-test", "a-training-group")
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
+    assert run_records(runs[0])["run"] | {"id": None, "name": None} == {
+        "id": None, "name": None, "project": "rtce-test", "group": "a-training-group", "job_type": "rtce-eval",
+    }  # fmt: skip
     logged = run_records(runs[0])["history"]
     assert len(logged) == 1  # one log call: scalars, tables and images together
     history = logged[0]

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,4 +111,42 @@ def save_seqcoder(output: Path, init: SeqCoderInit) -> dict[str, Any]:
     }
 
 
-__all__ = ["SIZES", "SeqCoderInit", "SeqCoderSize", "init_seqcoder", "num_parameters", "save_seqcoder"]
+FORMAT_VERSION = 1
+"""Of the cached models (`seqcoder_model_dir`): bumped whenever the tokenizer or the initialisation changes, so a
+model made by older code is never reused."""
+
+
+def seqcoder_model_dir(size: str, seed: int) -> Path:
+    """The from-scratch model of `size` and `seed` under the kt-train cache (`$KT_TRAIN_CACHE/models`, keyed by size,
+    seed and `FORMAT_VERSION`): made once, by the main process of a distributed run first, found by the others."""
+    from accelerate import PartialState
+
+    from kt_train.models import COMPLETE_MARKER, cache_dir
+
+    init = SeqCoderInit(size=size, seed=seed)
+    target = cache_dir() / "models" / f"seqcoder-{size}-seed{seed}-v{FORMAT_VERSION}"
+    with PartialState().main_process_first():
+        if not (target / COMPLETE_MARKER).is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+            save_seqcoder(work, init)
+            (work / COMPLETE_MARKER).write_text(f"{init}\n", encoding="utf-8")
+            if target.exists() and not (target / COMPLETE_MARKER).is_file():
+                shutil.rmtree(target)  # the leftover of an interrupted run
+            try:
+                os.replace(work, target)
+            except OSError:  # another run put it there meanwhile
+                shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SIZES",
+    "SeqCoderInit",
+    "SeqCoderSize",
+    "init_seqcoder",
+    "num_parameters",
+    "save_seqcoder",
+    "seqcoder_model_dir",
+]

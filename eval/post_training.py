@@ -88,7 +88,8 @@ def backend_option(script_args: Any) -> dict[str, str]:
 
 
 def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
-    """`kt eval kt --mode dsl` of the adapter on a synthetic set that excludes every training sequence."""
+    """`kt eval kt --mode dsl` of the adapter (or of a model trained whole) on a synthetic set that excludes every
+    training sequence."""
     from kt_train.cli import main as kt_main
 
     eval_set = trained.output_dir / "kt_eval_set"
@@ -99,9 +100,12 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
     if built != 0:
         print("could not build the evaluation set (see above); the adapter is saved")
         return None
+    model, adapter = trained.model, trained.adapters["kt"]
+    if not (Path(adapter) / "adapter_config.json").is_file():  # trained whole (use_peft: false): the model itself
+        model, adapter = adapter, None
     options = {
         "dataset": str(eval_set), "output": str(trained.output_dir / "kt_eval"), "mode": "dsl",
-        "model": trained.model, "adapter": trained.adapters["kt"], "limit": script_args.eval_items,
+        "model": model, "adapter": adapter, "limit": script_args.eval_items,
         "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["eval", "kt"], options)

@@ -10,13 +10,22 @@ Usage:
     accelerate launch --config_file accelerate_configs/zero2.yaml recipes/sft_kt.py \\
         --config recipes/smollm2-135m/sft_kt/config_1m.yaml
 
+    # CPU, a SeqCoder made from scratch (1.1M parameters, DSL tokenizer; every weight trained), 10K pairs
+    accelerate launch --config_file accelerate_configs/cpu.yaml recipes/sft_kt.py \\
+        --config recipes/seqcoder-tiny/sft_kt/config_10k.yaml
+
+Model: `model_name_or_path` (default: the embedded SmolLM2), or with `seqcoder_size` (tiny, small, base) a SeqCoder
+made from scratch (`dsl.seqcoder_model`: a seeded small Llama over the DSL tokenizer, its chat template showing the
+sequence alone), made once by the main process and cached under the kt-train cache (`$KT_TRAIN_CACHE/models`), and
+trained whole (`use_peft: false`).
+
 Data: `dataset_name` is a corpus made by `kt dsl generate` (columns `sequence`, `program`); without it a corpus of
 `corpus_size` pairs is generated once (seeded, deduplicated, every program checked by the interpreter) and cached
 under the kt-train cache (`$KT_TRAIN_CACHE`). With `evaluations: [kt]` (`eval.post_training`), the main process
 then builds a synthetic evaluation set that excludes every training sequence (`kt dsl eval-set --exclude`, in
 `output_dir/kt_eval_set`) and scores the adapter on its first `eval_items` sequences in a separate process
 (`kt eval kt --mode dsl --config output_dir/kt.config.json`: Accuracy, CompressionRate, Precision;
-`output_dir/kt_eval/report.md`).
+`output_dir/kt_eval/report.md`); a model trained whole is evaluated as itself, in the chat template saved with it.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from accelerate import PartialState
 from trl import ModelConfig
 
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
+from dsl.seqcoder_model import SIZES, seqcoder_model_dir
 from eval.post_training import (
     TrainedModels,
     checked_evaluations,
@@ -54,6 +64,15 @@ class KTScriptArguments(DataArguments):
         default=10_000, metadata={"help": "pairs in the default corpus", "choices": list(CORPUS_SIZES)}
     )
     corpus_seed: int = field(default=42, metadata={"help": "seed of the default corpus"})
+    seqcoder_size: str | None = field(
+        default=None,
+        metadata={
+            "help": "train a SeqCoder made from scratch of this size (DSL tokenizer, seeded weights, every weight "
+            "trained: use_peft false) instead of model_name_or_path (None: model_name_or_path)",
+            "choices": list(SIZES),
+        },
+    )
+    seqcoder_seed: int = field(default=0, metadata={"help": "seed of that SeqCoder's initial weights"})
     evaluations: list[str] = field(
         default_factory=list,
         metadata={"help": "after training: kt (the adapter on held-out synthetic sequences, in a separate process)"},
@@ -68,10 +87,28 @@ class KTScriptArguments(DataArguments):
         super().__post_init__()
         if self.corpus_size not in CORPUS_SIZES:
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
+        if self.seqcoder_size is not None and self.seqcoder_size not in SIZES:
+            raise ValueError(f"seqcoder_size must be one of {', '.join(SIZES)}, got {self.seqcoder_size!r}")
         checked_evaluations(self.evaluations, ["kt"])
 
 
+def use_seqcoder(script_args: KTScriptArguments, model_args: ModelConfig) -> None:
+    """With `seqcoder_size`: the model to train is the cached from-scratch SeqCoder (made now if need be); a config
+    that also names another model, or LoRA or quantization for it, is refused."""
+    if script_args.seqcoder_size is None:
+        return
+    if model_args.model_name_or_path is not None:
+        raise ValueError(
+            f"seqcoder_size {script_args.seqcoder_size} trains a SeqCoder made from scratch, model_name_or_path "
+            f"{model_args.model_name_or_path} fine-tunes another model: set one of them"
+        )
+    if model_args.use_peft or model_args.load_in_4bit or model_args.load_in_8bit:
+        raise ValueError("seqcoder_size: a model made from scratch trains every weight (use_peft: false, not 4/8-bit)")
+    model_args.model_name_or_path = str(seqcoder_model_dir(script_args.seqcoder_size, script_args.seqcoder_seed))
+
+
 def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    use_seqcoder(script_args, model_args)
     corpus = kt_corpus_dir(script_args.dataset_name, script_args.corpus_size, script_args.corpus_seed)
     dataset = load_training_dataset(str(corpus), script_args.dataset_train_split)
     missing = {"sequence", "program"} - set(dataset.column_names)

@@ -1,0 +1,108 @@
+"""The SeqCoder recipe trains a model made from scratch (recipes/seqcoder-tiny): made once in the kt-train cache,
+trained whole, saved as a plain transformers folder and evaluated as itself, in its own chat template."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from dsl.seqcoder import build_kt_corpus, seqcoder_prompt, to_seqcoder_chat
+from dsl.seqcoder_model import FORMAT_VERSION, SeqCoderInit, init_seqcoder, seqcoder_model_dir
+from dsl.seqcoder_tokenizer import CHAT_TEMPLATE
+from kt_train.generation import get_backend
+from kt_train.training.launch import launch
+
+from .test_recipe_configs import ROOT, load_recipe
+
+CONFIG = ROOT / "recipes/seqcoder-tiny/sft_kt/config_10k.yaml"
+QUICK = ["--max_steps", "3", "--warmup_steps", "0", "--gradient_accumulation_steps", "4", "--report_to", "none"]
+QUICK += ["--save_strategy", "no", "--eval_split_size", "4", "--eval_steps", "3"]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A kt-train cache of the test's own (the evaluation's process inherits it); torch threads restored after."""
+    monkeypatch.setenv("KT_TRAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))  # torch_threads: 1 sets it
+    threads = torch.get_num_threads()
+    yield tmp_path / "cache"
+    torch.set_num_threads(threads)
+
+
+def test_the_cached_model_is_made_once_with_its_seed(cache: Path) -> None:
+    folder = seqcoder_model_dir("tiny", 0)
+    assert folder == cache / "models" / f"seqcoder-tiny-seed0-v{FORMAT_VERSION}"
+    made = (folder / "model.safetensors").stat().st_mtime_ns
+    assert seqcoder_model_dir("tiny", 0) == folder and (folder / "model.safetensors").stat().st_mtime_ns == made
+    expected, _ = init_seqcoder(SeqCoderInit(size="tiny", seed=0))
+    saved = load_file(folder / "model.safetensors")
+    assert all(torch.equal(saved[name], value) for name, value in expected.state_dict().items() if name in saved)
+    other = load_file(seqcoder_model_dir("tiny", 1) / "model.safetensors")
+    assert not torch.equal(other["model.embed_tokens.weight"], saved["model.embed_tokens.weight"])
+    assert not list((cache / "models").glob(".seqcoder-*"))  # no work folder left
+
+
+def test_seqcoder_tiny_trains_from_scratch_then_kt_eval_of_the_model(cache: Path, tmp_path: Path) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
+    out = tmp_path / "out"
+    evaluation = ["--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "32"]
+    argv = ["--config", str(CONFIG), "--dataset_name", str(corpus), "--output_dir", str(out), *QUICK, *evaluation]
+    recipe = load_recipe("sft_kt")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+
+    initial = seqcoder_model_dir("tiny", 0)  # made by the recipe, found here
+    assert not (out / "adapter_config.json").exists()  # trained whole: a plain transformers folder
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert model.config.model_type == "llama" and model.num_parameters() == 1_147_136
+    before, after = load_file(initial / "model.safetensors"), load_file(out / "model.safetensors")
+    assert before.keys() == after.keys() and all(not torch.equal(before[k], after[k]) for k in before)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert tokenizer.chat_template == CHAT_TEMPLATE  # kept as the DSL template, not replaced by ChatML
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 3 and any("eval_loss" in entry for entry in state["log_history"])
+
+    config = json.loads((out / "kt.config.json").read_text())  # the evaluation: the model itself, no adapter
+    assert (config["model"], config["adapter"], config["max_new_tokens"]) == (str(out), None, 32)
+    summary = json.loads((out / "kt_eval" / "summary.json").read_text())  # written by `kt eval kt` in a subprocess
+    assert summary["settings"]["model"] == str(out) and summary["settings"]["adapter"] is None
+    assert summary["metrics"]["num_items"] == 2 and (out / "kt_eval" / "report.md").is_file()
+    # ... prompted as in training: the sequence alone, in the template saved with the model
+    backend = get_backend("transformers", str(out), dtype="float32")
+    chat = to_seqcoder_chat({"sequence": [3, 4, 250], "program": "unused"})
+    assert backend._format(seqcoder_prompt([3, 4, 250])) == "<s><|user|>3 4 250<|assistant|>"
+    assert backend._format(seqcoder_prompt([3, 4, 250])) == tokenizer.apply_chat_template(
+        chat["prompt"], tokenize=False, add_generation_prompt=True
+    )
+
+
+CONTRADICTIONS = {
+    "model_name_or_path: smollm2-135m-instruct\n": "set one of them",
+    "use_peft: true\n": "trains every weight",
+    "load_in_4bit: true\n": "trains every weight",
+}
+
+
+@pytest.mark.parametrize(("line", "expected"), CONTRADICTIONS.items(), ids=["model", "lora", "4bit"])
+def test_seqcoder_with_another_model_or_lora_is_refused_in_one_line(
+    line: str, expected: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"output_dir: {tmp_path / 'out'}\nseqcoder_size: tiny\n{line}")
+    recipe = load_recipe("sft_kt")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "seqcoder_size" in err[0] and expected in err[0], err
+    assert not (cache / "models").exists()  # refused before anything was made
+
+
+def test_an_unknown_size_is_refused(tmp_path: Path) -> None:
+    recipe = load_recipe("sft_kt")
+    with pytest.raises(SystemExit):
+        launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), "--seqcoder_size", "huge"])

@@ -44,10 +44,11 @@ test-fast: setup
 	$(VENV)/bin/pytest -q -m "not slow"
 
 # The main job on the embedded default: RTCE data and traces, one LoRA adapter per algorithm, base vs adapters on
-# held-out inputs (separate process), W&B offline run, report. Everything under outputs/ (git-ignored).
+# held-out inputs (separate process), W&B offline run, report. Everything under outputs/ (git-ignored). It runs alone,
+# so it takes every core (the config's torch_threads: 1 is for a machine with other work; docs/benchmarks.md).
 demo: setup
-	$(VENV)/bin/accelerate launch --config_file accelerate_configs/cpu.yaml --num_cpu_threads_per_process $(shell nproc) \
-		recipes/sft_rtce.py --config recipes/smollm2-135m/sft_rtce/config_cpu.yaml
+	$(VENV)/bin/accelerate launch --config_file accelerate_configs/cpu.yaml \
+		recipes/sft_rtce.py --config recipes/smollm2-135m/sft_rtce/config_cpu.yaml --torch_threads $(shell nproc)
 
 quality: setup
 	$(VENV)/bin/ruff check .

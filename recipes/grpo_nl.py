@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from datasets import Dataset
 from trl import ModelConfig
 
 from dsl.expr.rl_data import nl_rl_rows
-from dsl.expr.suite import SUITE_PARQUET, SuiteConfig, build_suite, exclude_expressions, load_suite
+from dsl.expr.suite import SuiteConfig, build_suite, exclude_expressions, load_suite, suite_rows_file
 from eval.nl.protocol import without_shots
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.training.data import load_training_dataset
@@ -57,7 +56,7 @@ class NLGRPOScriptArguments(GRPOScriptArguments):
 def prompt_rows(script_args: NLGRPOScriptArguments) -> Dataset:
     """One generator prompt per training expression, held-out expressions left out."""
     name = script_args.dataset_name
-    if name is not None and not (Path(name) / SUITE_PARQUET).is_file():
+    if name is not None and suite_rows_file(name) is None:
         return load_training_dataset(name, script_args.dataset_train_split)
     rows = load_suite(name) if name is not None else build_suite(
         SuiteConfig(domain=script_args.domain, seed=script_args.suite_seed)

@@ -23,6 +23,8 @@ from dsl.expr.serialize import to_infix, to_json_ast, to_sexpr
 from dsl.expr.skeletons import count_skeletons, enumerate_skeletons, skeleton_id
 
 SUITE_PARQUET = "data/train-00000-of-00001.parquet"
+LEGACY_SUITE_PARQUET = "suite.parquet"
+"""Where suites written before the dataset layout kept their rows; still read."""
 SUITE_JSON = "suite.json"
 CELLS_MD = "cells.md"
 BASE_COLUMNS = (
@@ -256,6 +258,12 @@ infix, S-expression and JSON AST, its variables and structural features. Run the
     return out
 
 
+def suite_rows_file(directory: str | os.PathLike[str]) -> Path | None:
+    """The rows file of a suite folder (the dataset layout, else the layout of older versions), None when neither."""
+    found = [Path(directory) / name for name in (SUITE_PARQUET, LEGACY_SUITE_PARQUET)]
+    return next((path for path in found if path.is_file()), None)
+
+
 def load_suite(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of a suite written by :func:`write_suite`, checked against the fingerprint in ``suite.json``."""
     import pyarrow.parquet as pq
@@ -263,9 +271,9 @@ def load_suite(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
     path = Path(directory)
     if not path.is_dir():
         raise FileNotFoundError(f"suite directory {path} does not exist (build it with `kt nl suite --output DIR`)")
-    parquet_path = path / SUITE_PARQUET
-    if not parquet_path.is_file():
-        raise FileNotFoundError(f"{parquet_path} is missing: {path} is not a suite directory")
+    parquet_path = suite_rows_file(path)
+    if parquet_path is None:
+        raise FileNotFoundError(f"{path / SUITE_PARQUET} is missing: {path} is not a suite directory")
     try:
         rows = pq.read_table(parquet_path).to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
@@ -301,5 +309,6 @@ __all__ = [
     "load_suite",
     "rows_fingerprint",
     "suite_report",
+    "suite_rows_file",
     "write_suite",
 ]

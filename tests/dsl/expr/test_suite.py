@@ -177,3 +177,11 @@ def test_kt_nl_suite_writes_suite(tmp_path: Path, capsys: pytest.CaptureFixture[
     rows = load_suite(tmp_path)
     assert len(rows) == (2 + 1 + 4) * 2
     assert "14 expressions" in capsys.readouterr().out
+
+
+def test_a_suite_of_the_older_layout_still_loads(tmp_path: Path) -> None:
+    """Suites written before the dataset layout kept their rows in suite.parquet; the recipes' cached suite is one."""
+    suite = build_suite(SuiteConfig(**SMALL))
+    out = write_suite(suite, tmp_path / "old")
+    (out / SUITE_PARQUET).rename(out / "suite.parquet")
+    assert load_suite(out) == load_suite(write_suite(suite, tmp_path / "new")) == suite.rows

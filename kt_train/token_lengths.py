@@ -28,6 +28,11 @@ class ChatTokenizer:
 
         return cls(hub_id_of(name_or_path) or name_or_path, get_tokenizer(name_or_path))
 
+    @classmethod
+    def of(cls, tokenizer: ChatTokenizer | str | None) -> ChatTokenizer | None:
+        """`tokenizer` itself, loaded when it is a name; None stays None (no token lengths)."""
+        return cls.load(tokenizer) if isinstance(tokenizer, str) else tokenizer
+
     def count(self, chats: Sequence[Chat]) -> list[int]:
         """Tokens of each chat as its chat template renders it for training (no generation prompt)."""
         texts = [self.tokenizer.apply_chat_template(list(chat), tokenize=False) for chat in chats]

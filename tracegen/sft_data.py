@@ -198,8 +198,7 @@ def build_sft_data(
                 dropped["too_long"] += 1
             else:
                 rows.append(row)
-    if isinstance(length_tokenizer, str):
-        length_tokenizer = ChatTokenizer.load(length_tokenizer)
+    length_tokenizer = ChatTokenizer.of(length_tokenizer)
     lengths = length_tokenizer.count([row["messages"] for row in rows]) if length_tokenizer else [0] * len(rows)
     card_info = {
         "command": command,

@@ -214,8 +214,7 @@ def write_ft_dataset(
         }
         for split, rows in ((split, records.get(split, [])) for split in SPLITS)
     }
-    if isinstance(length_tokenizer, str):
-        length_tokenizer = ChatTokenizer.load(length_tokenizer)
+    length_tokenizer = ChatTokenizer.of(length_tokenizer)
     lengths = {}
     if length_tokenizer is not None:
         train = records.get("train", [])

@@ -107,8 +107,11 @@ def _check_line(line: Line, defined: set[str], lineno: int) -> None:
                 raise DSLError(f"{where}: {arg!r} is not defined on an earlier line", lineno)
 
 
-def parse_program(text: str) -> Program:
-    """Parse official DSL text (`# ...` comments and blank lines are ignored); raise `DSLError` naming the line."""
+def parse_program(text: str, partial: bool = False) -> Program:
+    """Parse official DSL text (`# ...` comments and blank lines are ignored); raise `DSLError` naming the line.
+
+    `partial`: a program still being written may lack its output line; its `output` is then its last line's target
+    (so running it gives that line's values). It still needs one assignment."""
     if not isinstance(text, str):
         raise DSLError(f"program must be text, got {type(text).__name__}")
     lines: list[Line] = []
@@ -137,5 +140,7 @@ def parse_program(text: str) -> Program:
         linenos.append(lineno)
         defined.add(line.target)
     if output is None:
+        if partial and lines:
+            return Program(tuple(lines), lines[-1].target, tuple(linenos))
         raise DSLError("program has no 'output = <sequence>' line")
     return Program(tuple(lines), output, tuple(linenos))

@@ -54,14 +54,23 @@ def render_line(line: Line) -> str:
     return line.target + " = " + line.func + "(" + ", ".join(map(_render_arg, line.args)) + ")"
 
 
-def render_program(program: Program, values: list[list[int]] | None = None) -> str:
-    """Official textual syntax. With `values` (one list per line, the output's last) every line gets `# [values]`."""
+def values_comment(values: list[int], max_values: int | None = None) -> str:
+    """`# [v1, v2, ...]`: a line's values as an end-of-line comment, the first `max_values` of them and `...` after
+    them when there are more (None: all)."""
+    if max_values is not None and len(values) > max_values:
+        return "# [" + ", ".join(map(str, values[:max_values])) + ", ...]"
+    return "# [" + ", ".join(map(str, values)) + "]"
+
+
+def render_program(program: Program, values: list[list[int]] | None = None, max_values: int | None = None) -> str:
+    """Official textual syntax. With `values` (one list per line, the output's last) every line gets `# [values]`
+    (`values_comment`, at most `max_values` values each)."""
     texts = [render_line(line) for line in program.lines]
     texts.append("output = " + program.output)
     if values is not None:
         if len(values) != len(texts):
             raise ValueError(f"values: expected {len(texts)} lists (one per line), got {len(values)}")
-        texts = [f"{text} # {vals}" for text, vals in zip(texts, values)]
+        texts = [f"{text} {values_comment(vals, max_values)}" for text, vals in zip(texts, values)]
     return "\n".join(texts)
 
 

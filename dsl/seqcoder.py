@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dsl.feedback import with_feedback
 from kt_train.models import DEFAULT_MODEL
 
 PROMPT = (
@@ -34,11 +35,13 @@ def seqcoder_prompt(sequence: Sequence[int]) -> str:
     return PROMPT.format(sequence=" ".join(str(int(v)) for v in sequence))
 
 
-def to_seqcoder_chat(row: dict[str, Any]) -> dict[str, Any]:
-    """A corpus row (`sequence`, `program`) as a conversational prompt/completion pair."""
+def to_seqcoder_chat(row: dict[str, Any], feedback_max_values: int | None = None) -> dict[str, Any]:
+    """A corpus row (`sequence`, `program`) as a conversational prompt/completion pair. With `feedback_max_values`
+    the program carries execution feedback (`dsl.feedback.with_feedback`: `# [values]` after each line)."""
+    program = row["program"] if feedback_max_values is None else with_feedback(row["program"], feedback_max_values)
     return {
         "prompt": [{"role": "user", "content": seqcoder_prompt(row["sequence"])}],
-        "completion": [{"role": "assistant", "content": row["program"]}],
+        "completion": [{"role": "assistant", "content": program}],
     }
 
 

@@ -108,6 +108,8 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
         "model": model, "adapter": adapter, "limit": script_args.eval_items,
         "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, **backend_option(script_args),
     }  # fmt: skip
+    if getattr(script_args, "execution_feedback", "none") == "feed_ex":
+        options |= {"execution_feedback": True, "feedback_max_values": script_args.feedback_max_values}
     return Evaluation(["eval", "kt"], options)
 
 

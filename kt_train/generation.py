@@ -188,13 +188,20 @@ class TransformersBackend:
         """Tokens of `prompt` as the model sees it (chat template and system prompt included)."""
         return self._length(self._format(prompt))
 
-    def generate(self, prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
+    def generate(
+        self, prompts: list[str], sampling: SamplingConfig, prefixes: Sequence[str] | None = None
+    ) -> list[list[str] | None]:
         """Generate `sampling.n` completions for each prompt (None for prompts over `max_prompt_chars` or the
-        model's context); a text ends at the end of the context at the latest."""
+        model's context); a text ends at the end of the context at the latest. `prefixes`: per prompt, text the
+        answer already begins with (the model continues it; it is not part of the result)."""
         import torch
         from tqdm.auto import tqdm
 
-        formatted = {i: self._format(prompts[i]) for i in kept_indices(prompts, sampling.max_prompt_chars)}
+        if prefixes is not None and len(prefixes) != len(prompts):
+            raise ValueError(f"{len(prefixes)} prefixes for {len(prompts)} prompts")
+        starts = prefixes if prefixes is not None else [""] * len(prompts)
+        kept_prompts = kept_indices(prompts, sampling.max_prompt_chars)
+        formatted = {i: self._format(prompts[i]) + starts[i] for i in kept_prompts}
         context = self.context_tokens
         kept = [i for i, text in formatted.items() if context is None or self._length(text) < context]
         texts = [formatted[i] for i in kept]

@@ -37,11 +37,13 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from accelerate import PartialState
 from trl import ModelConfig
 
+from dsl.feedback import FEEDBACK_MAX_VALUES
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from dsl.seqcoder_model import SIZES, seqcoder_model_dir
 from eval.post_training import (
@@ -57,6 +59,7 @@ from kt_train.training.launch import launch
 from kt_train.training.sft import evaluates, run_sft
 
 CORPUS_SIZES = (10_000, 100_000, 1_000_000)
+FEEDBACK_VARIANTS = ("none", "feed", "feed_ex")
 logger = logging.getLogger(__name__)
 
 
@@ -77,6 +80,17 @@ class KTScriptArguments(DataArguments):
         },
     )
     seqcoder_seed: int = field(default=0, metadata={"help": "seed of that SeqCoder's initial weights"})
+    execution_feedback: str = field(
+        default="none",
+        metadata={
+            "help": "KT paper §5.3: none; feed (training programs carry `# [values]` after each line); feed_ex "
+            "(feed, and the evaluation after training runs each generated line, its values shown to the model)",
+            "choices": list(FEEDBACK_VARIANTS),
+        },
+    )
+    feedback_max_values: int = field(
+        default=FEEDBACK_MAX_VALUES, metadata={"help": "values in each feedback comment (then `...`)"}
+    )
     evaluations: list[str] = field(
         default_factory=list,
         metadata={"help": "after training: kt (the adapter on held-out synthetic sequences, in a separate process)"},
@@ -91,6 +105,8 @@ class KTScriptArguments(DataArguments):
         super().__post_init__()
         if self.corpus_size not in CORPUS_SIZES:
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
+        if self.execution_feedback not in FEEDBACK_VARIANTS:
+            raise ValueError(f"execution_feedback must be one of {', '.join(FEEDBACK_VARIANTS)}")
         if self.seqcoder_size is not None and self.seqcoder_size not in SIZES:
             raise ValueError(f"seqcoder_size must be one of {', '.join(SIZES)}, got {self.seqcoder_size!r}")
         checked_evaluations(self.evaluations, ["kt"])
@@ -118,9 +134,11 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
     missing = {"sequence", "program"} - set(dataset.column_names)
     if missing:
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
-    chats = dataset.map(to_seqcoder_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
+    feedback = None if script_args.execution_feedback == "none" else script_args.feedback_max_values
+    to_chat = partial(to_seqcoder_chat, feedback_max_values=feedback)
+    chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
-    eval_chats = None if test is None else test.map(to_seqcoder_chat, remove_columns=test.column_names)
+    eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)
     run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
                   eval_dataset=eval_chats)  # fmt: skip
     state = PartialState()

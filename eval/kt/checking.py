@@ -87,17 +87,22 @@ def judge(output: Sequence[int], length: int, sequence: Sequence[int], modulus: 
 
 
 def check_dsl(code: str | None, sequence: Sequence[int], config: CheckConfig, modulus: int | None) -> CheckResult:
-    """Parse and run a DSL program with the interpreter."""
+    """Parse and run a DSL program with the interpreter; the verdict names its first failing line (a program cut
+    short after a line that fails, as feed & ex decoding ends one, is a runtime error, not a missing output)."""
     if code is None:
         return CheckResult(Verdict.NO_CODE)
     try:
-        program = parse_program(code)
+        program = parse_program(code, partial=True)
     except DSLError as exc:
         return CheckResult(Verdict.SYNTAX_ERROR, error=_short(exc))
     try:
         output = run_program(program, max_length=config.max_dsl_elements)
     except DSLError as exc:
         return CheckResult(Verdict.RUNTIME_ERROR, error=_short(exc))
+    try:
+        parse_program(code)  # the lines run: the program must still end with its output line
+    except DSLError as exc:
+        return CheckResult(Verdict.SYNTAX_ERROR, error=_short(exc))
     return judge(output[: len(sequence) + config.output_margin], len(output), sequence, modulus)
 
 

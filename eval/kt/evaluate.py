@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsl.feedback import FEEDBACK_MAX_VALUES
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
 from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
+from eval.kt.feedback_decoding import feed_and_execute
 from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
@@ -73,6 +75,16 @@ class KTEvalConfig(BackendOptions):
     timeout_s: float = field(
         default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]}
     )
+    execution_feedback: bool = field(
+        default=False,
+        metadata={
+            "help": "feed & ex decoding (DSL mode, transformers backend): the interpreter runs each generated line "
+            "and its values follow it as a comment before the next line; a line that fails ends the program"
+        },
+    )
+    feedback_max_values: int = field(
+        default=FEEDBACK_MAX_VALUES, metadata={"help": "values in each feedback comment (as the model was trained)"}
+    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
     wandb_group: str | None = field(
         default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
@@ -92,6 +104,11 @@ class KTEvalConfig(BackendOptions):
             raise ValueError("--num-samples > 1 needs --temperature > 0 (greedy samples are all the same)")
         if self.mode == "dsl" and self.prompt != "zero-shot":
             raise ValueError("DSL mode has the SeqCoder prompt only (--prompt zero-shot)")
+        if self.execution_feedback and (self.mode != "dsl" or self.model is None or self.backend != "transformers"):
+            raise ValueError("--execution-feedback runs DSL lines as a model generates them: --mode dsl, --model and "
+                             "--backend transformers")  # fmt: skip
+        if self.feedback_max_values < 1:
+            raise ValueError(f"--feedback-max-values must be >= 1, got {self.feedback_max_values}")
 
     @property
     def prior(self) -> ProgramPrior:
@@ -146,7 +163,10 @@ def generate_completions(
             state["backend"] = factory(config)
         prompts = [kt_prompt(item.sequence, config.mode, config.prompt) for item in batch]
         try:
-            texts = with_retries(state["backend"].generate, prompts, sampling)
+            if config.execution_feedback:
+                texts = feed_and_execute(state["backend"], prompts, sampling, config.feedback_max_values)
+            else:
+                texts = with_retries(state["backend"].generate, prompts, sampling)
         except GENERATION_ERRORS as exc:
             return [{"id": item.id, "completions": None, "error": f"{type(exc).__name__}: {exc}"} for item in batch]
         return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]

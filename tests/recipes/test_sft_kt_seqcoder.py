@@ -106,3 +106,32 @@ def test_an_unknown_size_is_refused(tmp_path: Path) -> None:
     recipe = load_recipe("sft_kt")
     with pytest.raises(SystemExit):
         launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), "--seqcoder_size", "huge"])
+
+
+def test_feed_ex_trains_on_programs_with_values_and_evaluates_with_the_interpreter(
+    cache: Path, tmp_path: Path
+) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
+    out = tmp_path / "out"
+    feedback = ["--execution_feedback", "feed_ex", "--feedback_max_values", "4"]
+    evaluation = ["--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "16"]
+    argv = ["--config", str(CONFIG), "--dataset_name", str(corpus), "--output_dir", str(out), *QUICK, *feedback]
+    recipe = load_recipe("sft_kt")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, [*argv, *evaluation]) == 0
+    config = json.loads((out / "kt.config.json").read_text())
+    assert (config["execution_feedback"], config["feedback_max_values"]) == (True, 4)
+    summary = json.loads((out / "kt_eval" / "summary.json").read_text())
+    assert summary["settings"]["execution_feedback"] is True and summary["metrics"]["num_items"] == 2
+    settings = json.loads((out / "kt_run_settings.json").read_text())
+    assert settings["settings"]["execution_feedback"] == "feed_ex"  # a rerun without it is refused, never mixed
+
+
+def test_feedback_chats_carry_the_values_of_every_line() -> None:
+    program = "sequence_1 = range_func_up(1, 6)\nsequence_2 = reverse_list(sequence_1)\noutput = sequence_2"
+    chat = to_seqcoder_chat({"sequence": [6, 5, 4, 3, 2, 1], "program": program}, feedback_max_values=4)
+    assert chat["completion"][0]["content"] == (
+        "sequence_1 = range_func_up(1, 6) # [1, 2, 3, 4, ...]\n"
+        "sequence_2 = reverse_list(sequence_1) # [6, 5, 4, 3, ...]\n"
+        "output = sequence_2 # [6, 5, 4, 3, ...]"
+    )
+    assert to_seqcoder_chat({"sequence": [1], "program": program})["completion"][0]["content"] == program

@@ -285,6 +285,7 @@ SECTIONS = {
     "kt_lmic": "KT LMiC coder",
     "nl": "NL round trip: suite, oracle, guard, protocol",
     "rtce_release": "RTCE: the release's verdicts and Table 3 (QwQ-32B)",
+    "seqcoder_curves": "SeqCoder from scratch: learning curves on held-out sequences",
 }
 
 

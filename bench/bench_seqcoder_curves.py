@@ -112,19 +112,25 @@ def plot(results: dict[str, list[dict[str, Any]]], gzip_rate: float, title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 4, figsize=(19, 4.2))
     for label, points in results.items():
         steps = [p["step"] for p in points]
         axes[0].plot(steps, [p["compression_rate"] for p in points], marker="o", label=label)
         axes[1].plot(steps, [100 * p["accuracy"] for p in points], marker="o", label=label)
         losses = [(p["step"], p["eval_loss"]) for p in points if p.get("eval_loss") is not None]
         axes[2].plot([s for s, _ in losses], [v for _, v in losses], marker="o", label=label)
+        axes[3].plot(steps, [p["loss_by_kind"].get(KINDS[0], math.nan) for p in points], marker="o", label=label)
     axes[0].axhline(gzip_rate, color="grey", linestyle="--", label=f"Gzip per sequence ({gzip_rate:.3f})")
-    for ax, name in zip(axes, ("CompressionRate (lower is better)", "Accuracy (%)", "eval_loss (nats/token)")):
+    axes[3].axhline(math.log(257), color="grey", linestyle=":", label="uniform over 0..256 (ln 257)")
+    names = ("CompressionRate (lower is better)", "Accuracy (%)", "eval_loss (nats/token)",
+             "loss of numbers found in the sequence")  # fmt: skip
+    for ax, name in zip(axes, names):
         ax.set_xlabel("training step")
         ax.set_title(name)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(0, -0.18), ncol=3, frameon=False)
+    handles = {h.get_label(): h for ax in (axes[0], axes[3]) for h in ax.get_lines()}
+    fig.legend(list(handles.values()), list(handles), loc="lower center", bbox_to_anchor=(0.5, -0.08), ncol=4,
+               frameon=False)  # fmt: skip
     fig.suptitle(title)
     save(fig, path)
 

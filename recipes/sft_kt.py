@@ -107,6 +107,10 @@ class KTScriptArguments(DataArguments):
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
         if self.execution_feedback not in FEEDBACK_VARIANTS:
             raise ValueError(f"execution_feedback must be one of {', '.join(FEEDBACK_VARIANTS)}")
+        if self.feedback_max_values < 1:
+            raise ValueError(f"feedback_max_values must be >= 1, got {self.feedback_max_values}")
+        if self.execution_feedback == "feed_ex" and self.eval_backend != "transformers":
+            raise ValueError("execution_feedback feed_ex decodes line by line with eval_backend transformers")
         if self.seqcoder_size is not None and self.seqcoder_size not in SIZES:
             raise ValueError(f"seqcoder_size must be one of {', '.join(SIZES)}, got {self.seqcoder_size!r}")
         checked_evaluations(self.evaluations, ["kt"])

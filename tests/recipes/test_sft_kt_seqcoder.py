@@ -135,3 +135,19 @@ def test_feedback_chats_carry_the_values_of_every_line() -> None:
         "output = sequence_2 # [6, 5, 4, 3, ...]"
     )
     assert to_seqcoder_chat({"sequence": [1], "program": program})["completion"][0]["content"] == program
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--execution_feedback", "feed_ex", "--eval_backend", "vllm"], "eval_backend transformers"),
+        (["--feedback_max_values", "0"], "feedback_max_values must be >= 1"),
+    ],
+)
+def test_feedback_settings_that_cannot_work_are_refused_in_one_line(
+    extra: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = load_recipe("sft_kt")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err

@@ -12,7 +12,7 @@ so the verdict is always the supervisor's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from dsl.feedback import FEEDBACK_MAX_VALUES, LineFeedback
@@ -39,7 +39,6 @@ class _Answer:
     text: str = ""
     done: bool = False
     dropped: bool = False  # the prompt did not fit: no completion
-    lines: int = field(default=0)
 
 
 def _step(answer: _Answer, generated: str, max_lines: int) -> None:
@@ -50,13 +49,12 @@ def _step(answer: _Answer, generated: str, max_lines: int) -> None:
         answer.done = True  # an empty line or the end: the program is what was written so far
         return
     result = answer.feedback.add(code)
-    answer.lines += 1
     if result.error is not None:
         answer.text += result.code
         answer.done = True
         return
     answer.text += f"{result.code} {result.comment}" + ("" if result.is_output else "\n")
-    answer.done = result.is_output or ended or answer.lines >= max_lines
+    answer.done = result.is_output or ended or len(answer.feedback.lines) >= max_lines
 
 
 def feed_and_execute(

@@ -36,13 +36,17 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from accelerate import PartialState
+from datasets import Dataset
 from trl import ModelConfig
 
+from dsl.copy_curriculum import CopyPhase, copy_rows
 from dsl.feedback import FEEDBACK_MAX_VALUES
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from dsl.seqcoder_model import SIZES, seqcoder_model_dir
@@ -54,7 +58,7 @@ from eval.post_training import (
     training_wandb,
 )
 from kt_train.configs import DataArguments, SFTConfig, model_name
-from kt_train.training.data import load_eval_split, load_training_dataset
+from kt_train.training.data import load_eval_split, load_training_dataset, ordered_stream
 from kt_train.training.launch import launch
 from kt_train.training.sft import evaluates, run_sft
 
@@ -91,6 +95,14 @@ class KTScriptArguments(DataArguments):
     feedback_max_values: int = field(
         default=FEEDBACK_MAX_VALUES, metadata={"help": "values in each feedback comment (then `...`)"}
     )
+    copy_curriculum: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "train on copies first (`dsl.copy_curriculum`: programs `set_list` of their sequence), phase "
+            "after phase, each VALUES:MAX_LENGTH:ROWS (e.g. 10:8:4800 256:8:8000 256:30:11200), then the corpus "
+            "shuffled epoch after epoch, in that order (train_sampling_strategy sequential; needs max_steps)"
+        },
+    )
     evaluations: list[str] = field(
         default_factory=list,
         metadata={"help": "after training: kt (the adapter on held-out synthetic sequences, in a separate process)"},
@@ -114,6 +126,26 @@ class KTScriptArguments(DataArguments):
         if self.seqcoder_size is not None and self.seqcoder_size not in SIZES:
             raise ValueError(f"seqcoder_size must be one of {', '.join(SIZES)}, got {self.seqcoder_size!r}")
         checked_evaluations(self.evaluations, ["kt"])
+        self.copy_phases = [CopyPhase.parse(text) for text in self.copy_curriculum]
+
+
+def copies_first(
+    phases: list[CopyPhase], to_chat: Callable[[dict[str, Any]], dict[str, Any]], training_args: SFTConfig
+) -> Callable[[Dataset], Dataset]:
+    """The training rows' order for a copy curriculum: its chats first, then the corpus's, epoch after epoch, as
+    many rows as `max_steps` steps take; the trainer reads them in that order."""
+    if training_args.max_steps <= 0:
+        raise ValueError("copy_curriculum needs max_steps: the corpus rows after it are laid out for those steps")
+    if training_args.train_sampling_strategy not in ("random", "sequential"):
+        raise ValueError(f"copy_curriculum reads rows in order, not by {training_args.train_sampling_strategy}")
+    training_args.train_sampling_strategy = "sequential"
+    copies = Dataset.from_list([to_chat(row) for row in copy_rows(phases, training_args.seed)])
+    total = (
+        training_args.max_steps * training_args.per_device_train_batch_size
+        * training_args.gradient_accumulation_steps * training_args.world_size
+    )  # fmt: skip
+    logger.info("copy curriculum: %d rows, then %d corpus rows", len(copies), total - len(copies))
+    return partial(ordered_stream, copies, total=total, seed=training_args.seed)
 
 
 def use_seqcoder(script_args: KTScriptArguments, model_args: ModelConfig) -> None:
@@ -143,8 +175,9 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
     chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
     eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)
+    arrange = copies_first(script_args.copy_phases, to_chat, training_args) if script_args.copy_phases else None
     run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
-                  eval_dataset=eval_chats)  # fmt: skip
+                  eval_dataset=eval_chats, arrange_train=arrange)  # fmt: skip
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
         trained = TrainedModels(

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
-from datasets import Dataset, load_dataset, load_from_disk
+from datasets import Dataset, concatenate_datasets, load_dataset, load_from_disk
 
 _READERS = (".parquet", ".jsonl", ".json", ".csv")
 
@@ -139,3 +139,22 @@ def take_samples(dataset: Dataset, max_samples: int | None, seed: int) -> Datase
     if max_samples is None or max_samples >= len(dataset):
         return dataset
     return dataset.shuffle(seed=seed).select(range(max_samples)).flatten_indices()
+
+
+def ordered_stream(first: Dataset, rest: Dataset, total: int, seed: int) -> Dataset:
+    """`total` rows in training order, for `train_sampling_strategy: sequential`: every row of `first` as it is (a
+    curriculum), then `rest` shuffled with `seed`, again with `seed + 1`, and so on until `total` rows."""
+    import numpy as np
+
+    if total <= len(first):
+        raise ValueError(f"the first {len(first)} rows fill all {total} training rows: nothing else would train")
+    if len(rest) == 0:
+        raise ValueError("no rows to train on after the first ones")
+    indices = [np.arange(len(first))]
+    left, epoch = total - len(first), 0
+    while left > 0:
+        order = np.random.default_rng(seed + epoch).permutation(len(rest))[:left]
+        indices.append(order + len(first))
+        left, epoch = left - len(order), epoch + 1
+    both = concatenate_datasets([first.cast(rest.features), rest])
+    return both.select(np.concatenate(indices)).flatten_indices()

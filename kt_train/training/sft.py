@@ -10,7 +10,7 @@ trainer state and a model card.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,13 +109,15 @@ def run_sft(
     dataset_name: str,
     tags: Sequence[str] = (),
     eval_dataset: Dataset | None = None,
+    arrange_train: Callable[[Dataset], Dataset] | None = None,
 ) -> SFTRun:
     """Train on `dataset` into `training_args.output_dir` (resuming there only a run with the same settings; a
     finished one is returned as it is), evaluating on `eval_dataset` (the data's test split) or on rows held out
-    (`eval_split_size`) when `eval_strategy` says so (`prepare_datasets`)."""
+    (`eval_split_size`) when `eval_strategy` says so (`prepare_datasets`). `arrange_train` turns the prepared
+    training rows into the rows trained on (e.g. a curriculum put first, `data.ordered_stream`)."""
     tokenizer = get_training_tokenizer(model_args, training_args)
     rows = prepare_datasets(dataset, eval_dataset, data_args, training_args, tokenizer)
-    train_dataset = rows.train
+    train_dataset = rows.train if arrange_train is None else arrange_train(rows.train)
     world_size = training_args.world_size
     settings = run_settings(data_args, training_args, model_args, dataset=train_dataset, world_size=world_size)
     start = start_run(training_args, settings)

@@ -165,17 +165,17 @@ def use_seqcoder(script_args: KTScriptArguments, model_args: ModelConfig) -> Non
 
 def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     use_seqcoder(script_args, model_args)
+    feedback = None if script_args.execution_feedback == "none" else script_args.feedback_max_values
+    to_chat = partial(to_seqcoder_chat, feedback_max_values=feedback)
+    arrange = copies_first(script_args.copy_phases, to_chat, training_args) if script_args.copy_phases else None
     corpus = kt_corpus_dir(script_args.dataset_name, script_args.corpus_size, script_args.corpus_seed)
     dataset = load_training_dataset(str(corpus), script_args.dataset_train_split)
     missing = {"sequence", "program"} - set(dataset.column_names)
     if missing:
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
-    feedback = None if script_args.execution_feedback == "none" else script_args.feedback_max_values
-    to_chat = partial(to_seqcoder_chat, feedback_max_values=feedback)
     chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
     eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)
-    arrange = copies_first(script_args.copy_phases, to_chat, training_args) if script_args.copy_phases else None
     run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
                   eval_dataset=eval_chats, arrange_train=arrange)  # fmt: skip
     state = PartialState()

@@ -6,16 +6,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
+from datasets import Dataset
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from dsl.copy_curriculum import CopyPhase
 from dsl.seqcoder import build_kt_corpus, seqcoder_prompt, to_seqcoder_chat
 from dsl.seqcoder_model import FORMAT_VERSION, SeqCoderInit, init_seqcoder, seqcoder_model_dir
 from dsl.seqcoder_tokenizer import CHAT_TEMPLATE
+from kt_train.configs import SFTConfig
 from kt_train.generation import get_backend
 from kt_train.training.launch import launch
 
@@ -23,7 +27,7 @@ from .test_recipe_configs import ROOT, load_recipe
 
 CONFIG = ROOT / "recipes/seqcoder-tiny/sft_kt/config_10k.yaml"
 QUICK = ["--max_steps", "3", "--warmup_steps", "0", "--gradient_accumulation_steps", "4", "--report_to", "none"]
-QUICK += ["--save_strategy", "no", "--eval_split_size", "4", "--eval_steps", "3"]
+QUICK += ["--save_strategy", "no", "--eval_split_size", "4", "--eval_steps", "3", "--copy_curriculum", "10:5:4"]
 
 
 @pytest.fixture
@@ -67,6 +71,8 @@ def test_seqcoder_tiny_trains_from_scratch_then_kt_eval_of_the_model(cache: Path
     assert tokenizer.chat_template == CHAT_TEMPLATE  # kept as the DSL template, not replaced by ChatML
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 3 and any("eval_loss" in entry for entry in state["log_history"])
+    settings = json.loads((out / "kt_run_settings.json").read_text())["settings"]  # 4 copies, then 8 corpus rows
+    assert (settings["copy_curriculum"], settings["train_sampling_strategy"]) == (["10:5:4"], "sequential")
 
     config = json.loads((out / "kt.config.json").read_text())  # the evaluation: the model itself, no adapter
     assert (config["model"], config["adapter"], config["max_new_tokens"]) == (str(out), None, 32)
@@ -151,3 +157,39 @@ def test_feedback_settings_that_cannot_work_are_refused_in_one_line(
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
+
+
+def test_the_copy_curriculum_comes_first_and_in_order(tmp_path: Path) -> None:
+    recipe = load_recipe("sft_kt")
+    args = SFTConfig(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=1, gradient_accumulation_steps=4
+    )
+    to_chat = partial(to_seqcoder_chat, feedback_max_values=None)
+    corpus = [
+        {"sequence": [1, 2, 3], "program": f"sequence_1 = range_func_up(1, {i})\noutput = sequence_1"}
+        for i in range(9)
+    ]
+    arrange = recipe.copies_first([CopyPhase.parse("10:5:3")], to_chat, args)
+    stream = arrange(Dataset.from_list([to_chat(row) for row in corpus]))
+    programs = [row["completion"][0]["content"] for row in stream]
+    assert len(programs) == 8 and all("set_list" in p for p in programs[:3]) and "set_list" not in programs[3]
+    assert args.train_sampling_strategy == "sequential"  # the trainer reads them in that order
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--max_steps", "-1", "--num_train_epochs", "1"], "copy_curriculum needs max_steps"),
+        (["--train_sampling_strategy", "group_by_length"], "reads rows in order, not by group_by_length"),
+        (["--copy_curriculum", "10:8"], "VALUES:MAX_LENGTH:ROWS"),
+    ],
+)
+def test_a_copy_curriculum_that_cannot_work_is_refused_before_any_corpus_is_built(
+    extra: list[str], expected: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--config", str(CONFIG), "--output_dir", str(tmp_path / "out"), *extra]
+    recipe = load_recipe("sft_kt")
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err.strip().splitlines()[-1] and "Traceback" not in err, err  # one line, after the logs
+    assert not (cache / "data").exists()

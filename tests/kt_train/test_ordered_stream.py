@@ -1,0 +1,46 @@
+"""`ordered_stream`: a curriculum's rows first, then the others shuffled epoch after epoch, read in that order by the
+trainer (`train_sampling_strategy: sequential`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import Trainer, TrainingArguments
+
+from kt_train.training.data import ordered_stream
+
+
+def rows(name: str, count: int) -> Dataset:
+    return Dataset.from_dict({"text": [f"{name}{i}" for i in range(count)]})
+
+
+def test_first_rows_in_order_then_each_epoch_a_seeded_shuffle() -> None:
+    stream = ordered_stream(rows("copy", 3), rows("row", 4), total=13, seed=7)
+    texts = stream["text"]
+    assert len(texts) == 13 and texts[:3] == ["copy0", "copy1", "copy2"]
+    epochs = [texts[3:7], texts[7:11], texts[11:]]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == [f"row{i}" for i in range(4)]
+    assert epochs[0] != epochs[1] and len(set(epochs[2])) == 2  # reshuffled each epoch; the last one cut short
+    assert ordered_stream(rows("copy", 3), rows("row", 4), total=13, seed=7)["text"] == texts
+    assert ordered_stream(rows("copy", 3), rows("row", 4), total=13, seed=8)["text"] != texts
+
+
+def test_first_rows_that_fill_the_run_are_refused() -> None:
+    with pytest.raises(ValueError, match="the first 5 rows fill all 5 training rows"):
+        ordered_stream(rows("copy", 5), rows("row", 4), total=5, seed=0)
+    with pytest.raises(ValueError, match="no rows to train on"):
+        ordered_stream(rows("copy", 2), rows("row", 0), total=5, seed=0)
+
+
+def test_the_trainer_reads_the_stream_in_order(tmp_path: Path) -> None:
+    stream = ordered_stream(rows("copy", 3), rows("row", 5), total=8, seed=1)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, train_sampling_strategy="sequential", use_cpu=True,
+        report_to=[], remove_unused_columns=False,
+    )  # fmt: skip
+    trainer = Trainer(model=torch.nn.Linear(1, 1), args=args, train_dataset=stream, data_collator=lambda b: b)
+    read = [row["text"] for batch in trainer.get_train_dataloader() for row in batch]
+    assert read == stream["text"]

@@ -179,8 +179,8 @@ def test_the_copy_curriculum_comes_first_and_in_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        (["--max_steps", "-1", "--num_train_epochs", "1"], "copy_curriculum needs max_steps"),
-        (["--train_sampling_strategy", "group_by_length"], "reads rows in order, not by group_by_length"),
+        (["--max_steps", "-1", "--copy_curriculum", "10:8:4"], "copy_curriculum needs max_steps"),
+        (["--train_sampling_strategy", "group_by_length", "--copy_curriculum", "10:8:4"], "not by group_by_length"),
         (["--copy_curriculum", "10:8"], "VALUES:MAX_LENGTH:ROWS"),
     ],
 )

@@ -35,6 +35,7 @@ a model trained whole is evaluated as itself, in the chat template saved with it
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,11 +59,13 @@ from eval.post_training import (
     training_wandb,
 )
 from kt_train.configs import DataArguments, SFTConfig, model_name
-from kt_train.training.data import load_eval_split, load_training_dataset, ordered_stream
+from kt_train.training.data import draw_rows, load_eval_split, load_training_dataset, ordered_stream, rows_for_steps
 from kt_train.training.launch import launch
 from kt_train.training.sft import evaluates, run_sft
 
 CORPUS_SIZES = (10_000, 100_000, 1_000_000)
+# Rows drawn beyond those `max_steps` reads: the ones over max_length are dropped after the draw (0.7% of the corpus)
+SPARE_ROWS = 0.02
 FEEDBACK_VARIANTS = ("none", "feed", "feed_ex")
 logger = logging.getLogger(__name__)
 
@@ -140,10 +143,7 @@ def copies_first(
         raise ValueError(f"copy_curriculum reads rows in order, not by {training_args.train_sampling_strategy}")
     training_args.train_sampling_strategy = "sequential"
     copies = Dataset.from_list([to_chat(row) for row in copy_rows(phases, training_args.seed)])
-    total = (
-        training_args.max_steps * training_args.per_device_train_batch_size
-        * training_args.gradient_accumulation_steps * training_args.world_size
-    )  # fmt: skip
+    total = rows_for_steps(training_args.max_steps, rows_a_step(training_args))
     logger.info("copy curriculum: %d rows, then %d corpus rows", len(copies), total - len(copies))
     return partial(ordered_stream, copies, total=total, seed=training_args.seed)
 
@@ -163,6 +163,25 @@ def use_seqcoder(script_args: KTScriptArguments, model_args: ModelConfig) -> Non
     model_args.model_name_or_path = str(seqcoder_model_dir(script_args.seqcoder_size, script_args.seqcoder_seed))
 
 
+def rows_a_step(training_args: SFTConfig) -> int:
+    """Training rows one optimizer step reads, over every process."""
+    return (
+        training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+        * training_args.world_size
+    )  # fmt: skip
+
+
+def rows_to_prepare(script_args: KTScriptArguments, training_args: SFTConfig) -> int | None:
+    """Corpus rows worth preparing (None: all): what `max_steps` reads, spare rows for the length filter, and the
+    rows held out for eval_loss. A 1M corpus at 7,000 steps of 16 rows prepares 114,440 rows, not 1M (chats,
+    token counts and TRL's tokenization run once per process, ~1,000 rows/s on one core)."""
+    needed = rows_for_steps(training_args.max_steps, rows_a_step(training_args))
+    if needed is None:
+        return None
+    held_out = script_args.eval_split_size if evaluates(training_args) and script_args.eval_split_size else 0
+    return math.ceil(needed * (1 + SPARE_ROWS)) + (int(held_out) if held_out >= 1 else math.ceil(needed * held_out))
+
+
 def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     use_seqcoder(script_args, model_args)
     feedback = None if script_args.execution_feedback == "none" else script_args.feedback_max_values
@@ -173,6 +192,11 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
     missing = {"sequence", "program"} - set(dataset.column_names)
     if missing:
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
+    drawn = draw_rows(dataset, rows_to_prepare(script_args, training_args), training_args.seed)
+    if len(drawn) < len(dataset):
+        logger.info("%d steps read at most %d of the corpus's %d rows: preparing those (seed %d)",
+                    training_args.max_steps, len(drawn), len(dataset), training_args.seed)  # fmt: skip
+    dataset = drawn
     chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
     eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)

@@ -141,6 +141,23 @@ def take_samples(dataset: Dataset, max_samples: int | None, seed: int) -> Datase
     return dataset.shuffle(seed=seed).select(range(max_samples)).flatten_indices()
 
 
+def rows_for_steps(max_steps: int, rows_a_step: int) -> int | None:
+    """Training rows a run of `max_steps` steps reads (`rows_a_step`: batch x accumulation x processes); None when
+    the run is set in epochs (`max_steps` <= 0)."""
+    return max_steps * rows_a_step if max_steps > 0 else None
+
+
+def draw_rows(dataset: Dataset, count: int | None, seed: int) -> Dataset:
+    """`count` rows drawn with `seed`, in the dataset's order (every row when it has no more, or `count` is None):
+    a corpus far larger than a run reads is tokenized and filtered only in the part the run can reach."""
+    if count is None or count >= len(dataset):
+        return dataset
+    import numpy as np
+
+    chosen = np.sort(np.random.default_rng(seed).choice(len(dataset), size=count, replace=False))
+    return dataset.select(chosen).flatten_indices()
+
+
 def ordered_stream(first: Dataset, rest: Dataset, total: int, seed: int) -> Dataset:
     """`total` rows in training order, for `train_sampling_strategy: sequential`: every row of `first` as it is (a
     curriculum), then `rest` shuffled with `seed`, again with `seed + 1`, and so on until `total` rows."""

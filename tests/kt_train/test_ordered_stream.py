@@ -1,5 +1,5 @@
 """`ordered_stream`: a curriculum's rows first, then the others shuffled epoch after epoch, read in that order by the
-trainer (`train_sampling_strategy: sequential`)."""
+trainer (`train_sampling_strategy: sequential`); `draw_rows`: the part of a large corpus a run can reach."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from kt_train.training.data import ordered_stream
+from kt_train.training.data import draw_rows, ordered_stream, rows_for_steps
 
 
 def rows(name: str, count: int) -> Dataset:
@@ -44,3 +44,16 @@ def test_the_trainer_reads_the_stream_in_order(tmp_path: Path) -> None:
     trainer = Trainer(model=torch.nn.Linear(1, 1), args=args, train_dataset=stream, data_collator=lambda b: b)
     read = [row["text"] for batch in trainer.get_train_dataloader() for row in batch]
     assert read == stream["text"]
+
+
+def test_draw_rows_keeps_a_seeded_subset_in_corpus_order() -> None:
+    corpus = rows("row", 50)
+    drawn = draw_rows(corpus, 12, seed=3)["text"]
+    positions = [corpus["text"].index(text) for text in drawn]
+    assert len(set(drawn)) == 12 and positions == sorted(positions)
+    assert draw_rows(corpus, 12, seed=3)["text"] == drawn and draw_rows(corpus, 12, seed=4)["text"] != drawn
+    assert draw_rows(corpus, 50, seed=3)["text"] == draw_rows(corpus, None, seed=3)["text"] == corpus["text"]
+
+
+def test_rows_for_steps_is_none_for_a_run_in_epochs() -> None:
+    assert rows_for_steps(7000, 16) == 112_000 and rows_for_steps(-1, 16) is None

@@ -193,3 +193,21 @@ def test_a_copy_curriculum_that_cannot_work_is_refused_before_any_corpus_is_buil
     err = capsys.readouterr().err
     assert expected in err.strip().splitlines()[-1] and "Traceback" not in err, err  # one line, after the logs
     assert not (cache / "data").exists()
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "expected"),
+    [({"eval_strategy": "steps", "eval_steps": 500}, 114_440), ({"eval_strategy": "no"}, 114_240)],
+)
+def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
+    evaluation: dict[str, object], expected: int, tmp_path: Path
+) -> None:
+    recipe = load_recipe("sft_kt")
+    script_args = recipe.SCRIPT_ARGUMENTS(corpus_size=1_000_000, eval_split_size=200)
+    steps = SFTConfig(
+        output_dir=str(tmp_path), max_steps=7000, per_device_train_batch_size=1, gradient_accumulation_steps=16,
+        **evaluation,
+    )  # fmt: skip
+    assert recipe.rows_to_prepare(script_args, steps) == expected  # 7,000 x 16, 2% spare, eval_loss rows
+    epochs = SFTConfig(output_dir=str(tmp_path), num_train_epochs=1, max_steps=-1)
+    assert recipe.rows_to_prepare(script_args, epochs) is None  # a run in epochs reads the whole corpus

@@ -24,7 +24,10 @@ from tests.wandb_records import run_records
 
 from .test_recipe_configs import ROOT, load_recipe
 
+# One step of 2 rows, not the configs' 8-16 accumulated: a SmolLM2 row takes seconds on one core, and CI runs
+# these three times over.
 QUICK = ["--max_steps", "1", "--warmup_steps", "0", "--per_device_train_batch_size", "2", "--report_to", "none"]
+QUICK += ["--gradient_accumulation_steps", "1"]
 QUICK += ["--save_strategy", "no", "--eval_strategy", "no"]
 
 
@@ -46,8 +49,8 @@ def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) ->
     evaluation = ("--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "24")
     train_quickly("sft_kt", "recipes/smollm2-135m/sft_kt/config_10k.yaml", corpus, out, evaluation)
     results = json.loads((out / "train_results.json").read_text())
-    # 1 step of 2 rows x 8 accumulated reads 16 of the 40 pairs: 17 are prepared (2% spare for the length filter)
-    assert results["train_samples"] + results["train_rows_over_max_length"] == 17
+    # 1 step of 2 rows reads 2 of the 40 pairs: 3 are prepared (2% spare for the length filter, rounded up)
+    assert results["train_samples"] + results["train_rows_over_max_length"] == 3
     summary = json.loads((out / "kt_eval" / "summary.json").read_text())  # written by `kt eval kt` in a subprocess
     assert summary["settings"]["adapter"] == str(out) and summary["settings"]["mode"] == "dsl"
     assert summary["metrics"]["num_items"] == 2 and summary["program_prior"] == "uniform"
@@ -77,7 +80,8 @@ def test_sft_kt_post_training_evaluation_logs_beside_the_training_run(tmp_path: 
     argv = [
         "--config", str(ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"), "--dataset_name", str(corpus),
         "--output_dir", str(out), "--max_steps", "1", "--warmup_steps", "0", "--save_strategy", "no",
-        "--eval_steps", "1", "--eval_split_size", "4", "--wandb_project", "kt-test", "--wandb_run_group", "g1",
+        "--gradient_accumulation_steps", "1", "--eval_steps", "1", "--eval_split_size", "4",
+        "--wandb_project", "kt-test", "--wandb_run_group", "g1",
         "--wandb_offline", "true", "--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "24",
     ]  # fmt: skip
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0

@@ -65,7 +65,7 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
         "--config", str(ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"),
         "--dataset_name", str(corpus / "sft"), "--algorithms", "rle", "--output_dir", str(out),
         "--max_steps", "3", "--per_device_train_batch_size", "1", "--learning_rate", "1e-3", "--warmup_steps", "0",
-        "--save_strategy", "no", "--report_to", "none", "--max_length", "1024",
+        "--save_strategy", "no", "--report_to", "none", "--max_length", "1024", "--gradient_accumulation_steps", "1",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

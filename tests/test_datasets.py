@@ -132,8 +132,8 @@ def test_sft_cards_warn_over_trls_default_max_length(made: dict[str, Path]) -> N
 @pytest.mark.slow
 def test_stock_trl_sft_trains_on_the_rtce_sft_corpus(made: dict[str, Path]) -> None:
     """Stock `trl sft` reads the corpus as it is. It trains one step at 512 tokens, cutting the row: a step at the
-    card's `--max_length` (8,192 here) took over 15 minutes of CI's CPU; that the card's number holds the rows is
-    `test_sft_cards_warn_over_trls_default_max_length`'s and the corpus builder's tests' job."""
+    card's `--max_length` (8,192 here), in TRL's default bf16, took over 15 minutes of CI's CPU; that the card's
+    number holds the rows is `test_sft_cards_warn_over_trls_default_max_length`'s and the corpus builder's job."""
     meta = card_metadata(made["rtce sft (rle)"])
     assert meta["dataset_info"]["splits"][0]["num_examples"] > 0
     out = made["rtce sft (rle)"].parent / "trl-sft"

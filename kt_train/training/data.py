@@ -147,6 +147,21 @@ def rows_for_steps(max_steps: int, rows_a_step: int) -> int | None:
     return max_steps * rows_a_step if max_steps > 0 else None
 
 
+def rows_a_step(training_args: Any) -> int:
+    """Training rows one optimizer step reads, over every process (TrainingArguments' batch, accumulation, world)."""
+    return (
+        training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+        * training_args.world_size
+    )  # fmt: skip
+
+
+def repeated_epochs(num_rows: int, max_steps: int, rows_a_step: int) -> float | None:
+    """Epochs over `num_rows` training rows when `max_steps` steps read more rows than there are (rows repeat);
+    None when they do not, or the run is set in epochs."""
+    needed = rows_for_steps(max_steps, rows_a_step)
+    return needed / num_rows if needed is not None and 0 < num_rows < needed else None
+
+
 def draw_rows(dataset: Dataset, count: int | None, seed: int) -> Dataset:
     """`count` rows drawn with `seed`, in the dataset's order (every row when it has no more, or `count` is None):
     a corpus far larger than a run reads is tokenized and filtered only in the part the run can reach."""

@@ -19,7 +19,14 @@ from transformers.trainer_utils import IntervalStrategy
 from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
-from kt_train.training.data import drop_longer_than, hold_out, take_samples, to_prompt_completion
+from kt_train.training.data import (
+    drop_longer_than,
+    hold_out,
+    repeated_epochs,
+    rows_a_step,
+    take_samples,
+    to_prompt_completion,
+)
 from kt_train.training.lifecycle import TrainingRun, finished_run, run_config, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer
 from kt_train.training.run_settings import run_settings
@@ -118,6 +125,12 @@ def run_sft(
     tokenizer = get_training_tokenizer(model_args, training_args)
     rows = prepare_datasets(dataset, eval_dataset, data_args, training_args, tokenizer)
     train_dataset = rows.train if arrange_train is None else arrange_train(rows.train)
+    step_rows = rows_a_step(training_args)
+    if (epochs := repeated_epochs(len(train_dataset), training_args.max_steps, step_rows)) is not None:
+        logger.warning(
+            "max_steps=%d reads %d rows but %d are left after the length filter and the hold-out: %.3f epochs, rows "
+            "repeat", training_args.max_steps, training_args.max_steps * step_rows, len(train_dataset), epochs,
+        )  # fmt: skip
     world_size = training_args.world_size
     settings = run_settings(data_args, training_args, model_args, dataset=train_dataset, world_size=world_size)
     start = start_run(training_args, settings)

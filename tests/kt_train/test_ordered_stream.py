@@ -10,7 +10,7 @@ import torch
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from kt_train.training.data import draw_rows, ordered_stream, rows_for_steps
+from kt_train.training.data import draw_rows, ordered_stream, repeated_epochs, rows_for_steps
 
 
 def rows(name: str, count: int) -> Dataset:
@@ -57,3 +57,8 @@ def test_draw_rows_keeps_a_seeded_subset_in_corpus_order() -> None:
 
 def test_rows_for_steps_is_none_for_a_run_in_epochs() -> None:
     assert rows_for_steps(7000, 16) == 112_000 and rows_for_steps(-1, 16) is None
+
+
+def test_repeated_epochs_only_when_the_steps_read_more_rows_than_there_are() -> None:
+    assert repeated_epochs(33_005, 2230, 16) == pytest.approx(1.081, abs=1e-3)  # the first feed run's rows
+    assert repeated_epochs(35_680, 2230, 16) is None and repeated_epochs(10, -1, 16) is None

@@ -4,6 +4,8 @@ trained whole, saved as a plain transformers folder and evaluated as itself, in 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 from collections.abc import Iterator
 from functools import partial
@@ -211,3 +213,26 @@ def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
     assert recipe.rows_to_prepare(script_args, steps) == expected  # 7,000 x 16, 2% spare, eval_loss rows
     epochs = SFTConfig(output_dir=str(tmp_path), num_train_epochs=1, max_steps=-1)
     assert recipe.rows_to_prepare(script_args, epochs) is None  # a run in epochs reads the whole corpus
+    # feedback comments put 9.3% of the rows over max_length: a 2% spare made a 2,230-step feed run read 33,005
+    # rows 1.081 times; 15% covers them
+    feed = recipe.SCRIPT_ARGUMENTS(corpus_size=100_000, eval_split_size=200, execution_feedback="feed")
+    steps.max_steps = 2230
+    assert recipe.rows_to_prepare(feed, steps) == math.ceil(2230 * 16 * 1.15) + expected - 114_240
+
+
+def test_a_run_whose_steps_read_more_rows_than_are_left_says_so(
+    cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=10, seed=3, progress=False)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"seqcoder_size: tiny\ndataset_name: {corpus}\noutput_dir: {tmp_path / 'out'}\nuse_cpu: true\nmax_steps: 2\n"
+        "per_device_train_batch_size: 1\ngradient_accumulation_steps: 8\nsave_strategy: 'no'\nreport_to: []\n"
+    )
+    argv = ["--config", str(config)]
+    recipe = load_recipe("sft_kt")
+    with caplog.at_level(logging.WARNING, logger="kt_train.training.sft"):
+        assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
+    assert "max_steps=2 reads 16 rows but 10 are left after the length filter and the hold-out: 1.600 epochs" in (
+        caplog.text
+    )

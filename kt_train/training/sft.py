@@ -24,6 +24,7 @@ from kt_train.training.data import (
     hold_out,
     repeated_epochs,
     rows_a_step,
+    rows_for_steps,
     take_samples,
     to_prompt_completion,
 )
@@ -129,7 +130,8 @@ def run_sft(
     if (epochs := repeated_epochs(len(train_dataset), training_args.max_steps, step_rows)) is not None:
         logger.warning(
             "max_steps=%d reads %d rows but %d are left after the length filter and the hold-out: %.3f epochs, rows "
-            "repeat", training_args.max_steps, training_args.max_steps * step_rows, len(train_dataset), epochs,
+            "repeat", training_args.max_steps, rows_for_steps(training_args.max_steps, step_rows), len(train_dataset),
+            epochs,
         )  # fmt: skip
     world_size = training_args.world_size
     settings = run_settings(data_args, training_args, model_args, dataset=train_dataset, world_size=world_size)

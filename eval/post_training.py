@@ -37,7 +37,7 @@ class TrainedModels:
     """The W&B project and group of the training run (None: it did not report to W&B): its evaluations log there."""
     context: dict[str, Any] = field(default_factory=dict)
     """Recipe data an evaluation needs: `corpus` (KT: the training corpus), `rtce_corpus` (RTCE: the default corpus
-    root with benchmark/ and the held-out ids)."""
+    root with benchmark/ and the held-out ids), `adapter_steps` (RTCE: the training step of each adapter label)."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,15 @@ def training_wandb(training_args: Any) -> dict[str, str | None]:
     }
 
 
-def backend_option(script_args: Any) -> dict[str, str]:
-    """The evaluation's `backend` option from a recipe's `eval_backend`."""
-    return {"backend": getattr(script_args, "eval_backend", "transformers")}
+def backend_option(script_args: Any) -> dict[str, Any]:
+    """The evaluation's `backend` option from a recipe's `eval_backend`; vLLM without a GPU starts eager (~1 minute
+    on 2 cores, against ~4 with torch.compile: README, generation backends)."""
+    backend = getattr(script_args, "eval_backend", "transformers")
+    if backend == "vllm":
+        import torch
+
+        return {"backend": backend, "vllm_eager": not torch.cuda.is_available()}
+    return {"backend": backend}
 
 
 def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
@@ -128,7 +134,7 @@ def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | No
         "algorithms": list(trained.adapters), "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
         "temperatures": list(script_args.eval_temperatures), "n": script_args.eval_n,
         "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": both,
-        **backend_option(script_args),
+        "adapter_steps": dict(trained.context.get("adapter_steps", {})), **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["eval", "rtce"], options)
 

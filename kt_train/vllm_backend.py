@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +60,22 @@ def lora_rank_for(rank: int) -> int:
     return next((r for r in LORA_RANKS if r >= rank), rank)
 
 
-def engine_defaults(llm_kwargs: dict[str, Any], adapter: str | None) -> dict[str, Any]:
+_LORA_IDS: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def lora_id(llm: Any, adapter: str | Path) -> int:
+    """The LoRA id of `adapter` on engine `llm`: one per adapter folder and engine. vLLM keeps an adapter's weights
+    under its id, so two adapters with one id on one engine would both generate with the first one's weights."""
+    ids = _LORA_IDS.setdefault(llm, {})
+    return ids.setdefault(str(Path(adapter).resolve()), len(ids) + 1)
+
+
+def engine_defaults(
+    llm_kwargs: dict[str, Any], adapter: str | None, serve_adapters: Sequence[str] = ()
+) -> dict[str, Any]:
     """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache, no chunked prefill, and
-    every core for the engine, through the environment its processes inherit, unless set; LoRA: its rank)."""
+    every core for the engine, through the environment its processes inherit, unless set; LoRA: the rank that holds
+    `adapter` and every adapter of `serve_adapters`)."""
     import torch
 
     kwargs = dict(llm_kwargs)
@@ -70,9 +85,10 @@ def engine_defaults(llm_kwargs: dict[str, Any], adapter: str | None) -> dict[str
         kwargs.setdefault("enable_chunked_prefill", False)
         if "gpu_memory_utilization" not in kwargs:
             kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
-    if adapter is not None:
+    adapters = [a for a in (adapter, *serve_adapters) if a is not None]
+    if adapters:
         kwargs.setdefault("enable_lora", True)
-        kwargs.setdefault("max_lora_rank", lora_rank_for(adapter_rank(adapter)))
+        kwargs.setdefault("max_lora_rank", lora_rank_for(max(map(adapter_rank, adapters))))
     return kwargs
 
 
@@ -98,7 +114,7 @@ class VLLMBackend:
         if adapter is not None:
             from vllm.lora.request import LoRARequest
 
-            self.lora_request = LoRARequest(Path(adapter).name or "adapter", 1, str(adapter))
+            self.lora_request = LoRARequest(Path(adapter).name or "adapter", lora_id(llm, adapter), str(adapter))
 
     @classmethod
     def load(
@@ -109,15 +125,30 @@ class VLLMBackend:
         chat_template_kwargs: dict[str, Any] | None = None,
         system_prompt: str | None = None,
         chat_template: str | None = None,
+        serve_adapters: Sequence[str] = (),
         **llm_kwargs: Any,
     ) -> VLLMBackend:
         """Start an engine for `model` (embedded name, path or hub id); `llm_kwargs` go to `vllm.LLM`. Prompts are
-        formatted with `chat_template`, else the adapter's own (the one it was trained with), else the model's."""
+        formatted with `chat_template`, else the adapter's own (the one it was trained with), else the model's.
+        `serve_adapters`: adapters that `with_adapter` will serve on this engine later (LoRA on, their rank)."""
         vllm = import_vllm()
-        kwargs = engine_defaults(llm_kwargs, adapter)
+        kwargs = engine_defaults(llm_kwargs, adapter, serve_adapters)
         logger.info("starting a vLLM engine for %s (%s)", model, ", ".join(f"{k}={v}" for k, v in kwargs.items()))
         llm = vllm.LLM(model=resolve_model_path(model), **kwargs)
         return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt, chat_template)
+
+    def with_adapter(self, adapter: str | None, chat_template: str | None = None) -> VLLMBackend:
+        """A backend on this same engine (no second start) that generates with `adapter` (None: the base model) and
+        formats prompts as `load` does; the engine must have LoRA on with a rank that holds the adapter."""
+        if adapter is not None:
+            lora = self.llm.llm_engine.vllm_config.lora_config
+            if lora is None or adapter_rank(adapter) > lora.max_lora_rank:
+                raise ValueError(
+                    f"this vLLM engine cannot serve the adapter {adapter} (rank {adapter_rank(adapter)}): start it "
+                    "with serve_adapters naming it"
+                )
+        return VLLMBackend(self.llm, self.apply_chat_template, adapter, self.chat_template_kwargs, self.system_prompt,
+                           chat_template)  # fmt: skip
 
     def close(self) -> None:
         """Stop the engine process (it also stops when this process exits)."""

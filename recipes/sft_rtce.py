@@ -23,6 +23,7 @@ algorithm; a model cannot be reloaded inside a live ZeRO-3 process).
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from kt_train.training.sft import evaluates, run_sft
 from tracegen.algorithms import ALGORITHMS
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 from tracegen.prompts import PROMPT_STYLES
+from tracegen.sft_data import COMPLETIONS
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,16 @@ class RTCEScriptArguments(DataArguments):
         metadata={"help": "default corpus: prompt style (paper, release-blind, demo)", "choices": PROMPT_STYLES},
     )
     template_max_steps: int = field(default=40, metadata={"help": "default corpus: steps each trace narration shows"})
+    input_lengths: list[int] | None = field(
+        default=None,
+        metadata={"help": "default corpus: [min, max] characters of each input, a window cut per input (None: the "
+                  "paper's full inputs)"},
+    )  # fmt: skip
+    completions: str = field(
+        default="trace",
+        metadata={"help": "default corpus: assistant turns, trace (narrated execution + answer), answer, or both",
+                  "choices": COMPLETIONS},
+    )  # fmt: skip
     evaluations: list[str] = field(
         default_factory=list,
         metadata={"help": "after training: rtce (base vs adapters on held-out inputs, in a separate process)"},
@@ -80,6 +92,12 @@ class RTCEScriptArguments(DataArguments):
     eval_temperatures: list[float] = field(default_factory=lambda: [0.0], metadata={"help": "0: greedy"})
     eval_n: int = field(default=1, metadata={"help": "completions per prompt in that evaluation (Pass@5: 5)"})
     eval_backend: str = eval_backend_field()
+    eval_checkpoints: bool = field(
+        default=False,
+        metadata={
+            "help": "that evaluation also scores each adapter's saved checkpoints (held-out EM / ES against step)"
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,11 +105,14 @@ class RTCEScriptArguments(DataArguments):
         if unknown or not self.algorithms:
             raise ValueError(f"algorithms must be a non-empty subset of {sorted(ALGORITHMS)}, got {unknown}")
         checked_evaluations(self.evaluations, ["rtce"])
+        if self.input_lengths is not None and len(self.input_lengths) != 2:
+            raise ValueError(f"input_lengths is [min, max], got {self.input_lengths}")
+        self.corpus_settings()  # checks the corpus keys
 
     def corpus_settings(self) -> CorpusSettings:
-        return CorpusSettings(
-            self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps, self.prompt_style
-        )
+        lengths = None if self.input_lengths is None else tuple(self.input_lengths)
+        return CorpusSettings(self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps,
+                              self.prompt_style, lengths, self.completions)  # fmt: skip
 
 
 def corpus_dir(script_args: RTCEScriptArguments) -> Path:
@@ -113,6 +134,43 @@ def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
     return args
 
 
+def trained_step(run_dir: Path) -> int | None:
+    """The optimizer step a saved run or checkpoint ends at (`trainer_state.json`), None when it has none."""
+    state = run_dir / "trainer_state.json"
+    return json.loads(state.read_text(encoding="utf-8"))["global_step"] if state.is_file() else None
+
+
+def evaluated_adapters(
+    output: Path, algorithms: list[str], checkpoints: bool
+) -> tuple[dict[str, str], dict[str, int]]:
+    """The adapters the evaluation scores by label (each algorithm's, and with `checkpoints` its saved checkpoints
+    before the last as `<algorithm>@<step>`) and the training step of each label."""
+    adapters = {algorithm: str(output / algorithm) for algorithm in algorithms}
+    steps: dict[str, int] = {}
+    for algorithm in algorithms if checkpoints else []:
+        final = trained_step(output / algorithm)
+        if final is None:
+            continue
+        steps[algorithm] = final
+        for checkpoint in sorted((output / algorithm).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+            step = trained_step(checkpoint)
+            if step is not None and step < final and (checkpoint / "adapter_config.json").is_file():
+                adapters[f"{algorithm}@{step}"] = str(checkpoint)
+                steps[f"{algorithm}@{step}"] = step
+    return adapters, steps
+
+
+def learning_lead(evaluation: Path) -> str | None:
+    """Whether training helped (the evaluation's `learning` table, in words), to open the run's report; None before
+    an evaluation."""
+    from eval.rtce.learning import learning_markdown
+
+    summary = evaluation / "summary.json"
+    if not summary.is_file():
+        return None
+    return learning_markdown(json.loads(summary.read_text(encoding="utf-8")).get("learning", []))
+
+
 def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     corpus = corpus_dir(script_args)
     trained_now = False
@@ -129,14 +187,13 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
     if state.is_main_process:
         output = Path(training_args.output_dir)
         if script_args.evaluations:
-            adapters = {algorithm: str(output / algorithm) for algorithm in script_args.algorithms}
+            adapters, steps = evaluated_adapters(output, script_args.algorithms, script_args.eval_checkpoints)
             trained = TrainedModels(output, model_name(model_args), adapters, training_args.seed, trained_now,
-                                    context={"rtce_corpus": str(corpus.parent)},
+                                    context={"rtce_corpus": str(corpus.parent), "adapter_steps": steps},
                                     **training_wandb(training_args))  # fmt: skip
             run_evaluations(script_args.evaluations, trained, script_args)
-        report = write_report(
-            output, script_args.algorithms, "RTCE SFT: one adapter per algorithm", output / "eval" / "report.md"
-        )
+        report = write_report(output, script_args.algorithms, "RTCE SFT: one adapter per algorithm",
+                              output / "eval" / "report.md", learning_lead(output / "eval"))  # fmt: skip
         print(f"adapters: {', '.join(str(output / a) for a in script_args.algorithms)}")
         print(f"report: {report}")
         runs = [run for a in script_args.algorithms for run in wandb_runs(output / a)]

@@ -12,7 +12,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
-from tracegen.inputs import InputItem, generate_inputs
+from tracegen.inputs import InputItem, LengthRange, generate_inputs
 from tracegen.prompts import PromptStyle
 from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode, system_message
 
@@ -157,12 +157,14 @@ def build_benchmark(
     release_dir: Path | str | None = None,
     families: Sequence[str] | None = None,
     huffman_target: str = "triple",
+    lengths: LengthRange | None = None,
 ) -> dict[str, Any]:
     """Write rtce.json, raw/<algorithm>.jsonl, hf/ and summary.json under `output`; return the summary.
 
     Inputs are generated (`seed`, `num_inputs`, optionally only `families`) or, with `release_dir`, the paper's
     released inputs in their order (`tracegen.release`; refused where our encoders do not reproduce its outputs).
-    `style` frames the prompts (`tracegen.prompts`), `huffman_target` is Huffman's z (`triple` or `bytes`).
+    `style` frames the prompts (`tracegen.prompts`), `huffman_target` is Huffman's z (`triple` or `bytes`),
+    `lengths` cuts generated inputs to short windows (`tracegen.inputs.LengthRange`).
     Byte-identical output for identical arguments (no timestamps; every dict is built in a fixed order).
     """
     output = Path(output)
@@ -174,8 +176,10 @@ def build_benchmark(
         settings |= {"source": "release", "seed": None}
         source = f"the paper's released inputs ({Path(release_dir).name})"
     else:
-        items = generate_inputs(seed=seed, num_inputs=num_inputs, families=families)
+        items = generate_inputs(seed=seed, num_inputs=num_inputs, families=families, lengths=lengths)
         settings |= {"source": "generated", "seed": seed, "families": sorted({i.family for i in items})}
+        if lengths is not None:
+            settings["input_lengths"] = [lengths.min_chars, lengths.max_chars]
         source = f"generated, seed {seed}"
     corpus = [corpus_entry(item, algorithms, style) for item in tqdm(items, desc="RTCE items", disable=not progress)]
     _write_text(output / CORPUS_FILE, json.dumps(corpus, ensure_ascii=False, indent=1) + "\n")
@@ -192,6 +196,8 @@ def _command(settings: dict[str, Any], num_inputs: int, release_dir: Path | str 
         source = f"--release-dir {Path(release_dir).name}"
     else:
         source = f"--seed {settings['seed']} --num-inputs {num_inputs} --families {' '.join(settings['families'])}"
+        if "input_lengths" in settings:
+            source += " --input-lengths {} {}".format(*settings["input_lengths"])
     return (
         f"kt rtce build {source} --prompt-style {settings['prompt_style']} "
         f"--huffman-target {settings['huffman_target']} --output OUT"

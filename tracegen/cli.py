@@ -36,6 +36,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from tracegen.benchmark import build_benchmark
+    from tracegen.inputs import LengthRange
 
     summary = build_benchmark(
         output=Path(args.output),
@@ -45,6 +46,7 @@ def _build(args: argparse.Namespace) -> int:
         release_dir=args.release_dir,
         families=args.families,
         huffman_target=args.huffman_target,
+        lengths=LengthRange(*args.input_lengths) if args.input_lengths else None,
     )
     print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
     return 0
@@ -93,6 +95,14 @@ def register(subparsers: Any) -> None:
     )
     build.add_argument(
         "--families", nargs="+", metavar="FAMILY", help=f"generate only these families (of {', '.join(FAMILIES)})"
+    )
+    build.add_argument(
+        "--input-lengths",
+        nargs=2,
+        type=int,
+        metavar=("MIN", "MAX"),
+        help="cut each generated input to a window of MIN..MAX characters (drawn per input): short inputs for small "
+        "models (default: the paper's full lengths)",
     )
     build.add_argument(
         "--prompt-style",

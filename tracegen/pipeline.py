@@ -14,7 +14,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracegen.inputs import LengthRange
 
 SUMMARY_FILE = "summary.json"
 EVAL_IDS_FILE = "eval_ids.json"
@@ -36,12 +39,27 @@ class CorpusSettings:
     prompt_style: str = field(
         default="paper", metadata={"help": "how the benchmark frames its prompts (`tracegen.prompts`)"}
     )
+    input_lengths: tuple[int, int] | None = field(
+        default=None,
+        metadata={"help": "(min, max): inputs cut to windows of that many characters (None: the paper's lengths)"},
+    )
+    completions: str = field(
+        default="trace",
+        metadata={"help": "assistant turns: trace (narrated execution + answer), answer (the answer alone), both"},
+    )
 
     def __post_init__(self) -> None:
+        from tracegen.inputs import LengthRange
         from tracegen.prompts import PROMPT_STYLES
+        from tracegen.sft_data import COMPLETIONS
 
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {self.prompt_style!r}")
+        if self.completions not in COMPLETIONS:
+            raise ValueError(f"completions must be one of {', '.join(COMPLETIONS)}, got {self.completions!r}")
+        if self.input_lengths is not None:
+            object.__setattr__(self, "input_lengths", tuple(self.input_lengths))
+            LengthRange(*self.input_lengths)  # checks the range
         if self.num_inputs < 1:
             raise ValueError("num_inputs must be >= 1")
         if not 0.0 <= self.eval_fraction < 1.0:
@@ -49,8 +67,15 @@ class CorpusSettings:
         if self.template_max_steps < 2:
             raise ValueError("template_max_steps must be >= 2")
 
+    def lengths(self) -> LengthRange | None:
+        from tracegen.inputs import LengthRange
+
+        return None if self.input_lengths is None else LengthRange(*self.input_lengths)
+
     def key(self) -> str:
-        key = asdict(self) | {"format": FORMAT}
+        """The cache folder's name; settings at their off default leave it as older corpora had it."""
+        off = {"input_lengths": None, "completions": "trace"}
+        key = {k: v for k, v in asdict(self).items() if off.get(k, object()) != v} | {"format": FORMAT}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
         return f"rtce-sft-seed{self.seed}-n{self.num_inputs}-{digest}"
 
@@ -89,7 +114,12 @@ def build_rtce_benchmark(
     _stage(
         benchmark,
         lambda: build_benchmark(
-            benchmark, settings.seed, settings.num_inputs, progress=progress, style=settings.prompt_style
+            benchmark,
+            settings.seed,
+            settings.num_inputs,
+            progress=progress,
+            style=settings.prompt_style,
+            lengths=settings.lengths(),
         ),
     )
     eval_ids_path = root / EVAL_IDS_FILE
@@ -119,7 +149,12 @@ def build_rtce_sft_corpus(
         translations,
         lambda: translate_traces(traces, translations, progress=progress, max_steps=settings.template_max_steps),
     )
-    _stage(sft, lambda: build_sft_data(translations, sft, benchmark_dir=benchmark, eval_ids=eval_ids_path))
+    _stage(
+        sft,
+        lambda: build_sft_data(
+            translations, sft, benchmark_dir=benchmark, eval_ids=eval_ids_path, completions=settings.completions
+        ),
+    )
     return root
 
 

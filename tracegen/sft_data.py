@@ -1,7 +1,8 @@
 """SFT corpus from trace translations (paper §6.3): two-turn chats, one dataset per algorithm and a combined one.
 
 Each kept `translations.jsonl` record (see `tracegen.translate`) becomes
-`messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": reasoning + [ANSWER] block}]`.
+`messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": reasoning + [ANSWER] block}]`
+(`completions="answer"`: the [ANSWER] block alone, row id `.../answer`; `"both"`: a row of each).
 The user turn is the RTCE task prompt of the FORWARD run that was traced, so training prompts match the evaluation
 prompts of `tracegen.tasks`:
 
@@ -11,9 +12,11 @@ prompts of `tracegen.tasks`:
 
 With `benchmark_dir` the prompt is taken from its rtce.json; otherwise it is rebuilt with `tracegen.tasks.make_task`
 from x (the same text: FREQ_DICT comes from x either way). Records whose item id is in `eval_ids` (a set, or a file
-with a JSON list or one id a line) are held out; records over `max_chars` characters (of the tokenizer's chat template
+with a JSON list or one id a line) are held out: their rows form the `test` split (held-out loss during training),
+never the `train` split; records over `max_chars` characters (of the tokenizer's chat template
 rendering when a tokenizer is given, else of the two turns' raw text) are dropped. Output, deterministic:
-`output_dir/<algorithm>/` and `output_dir/all/`, each `data/train-00000-of-00001.parquet` with a README card (loadable
+`output_dir/<algorithm>/` and `output_dir/all/`, each `data/train-00000-of-00001.parquet` (and `data/test-...`)
+with a README card (loadable
 offline with `datasets.load_dataset(str(dir), split="train")`; `kt_train.hf_dataset`) that gives the rows' token
 lengths in a named tokenizer and warns when they exceed TRL's default `max_length`, and `output_dir/summary.json`.
 """
@@ -33,13 +36,17 @@ from kt_train.models import DEFAULT_MODEL
 from kt_train.records import read_jsonl
 from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 from tracegen.tasks import Task, dumps
-from tracegen.translate import TRANSLATIONS_FILE
+from tracegen.translate import TRANSLATIONS_FILE, answer_block
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"
 PARQUET_FILE = shard_names("train", 1)[0]
 COMBINED = "all"
 DEFAULT_MAX_CHARS = 32768
+COMPLETIONS = ("trace", "answer", "both")
+"""Assistant turns: the narrated trace ending in the answer, the answer block alone, or a row of each per record."""
+ANSWER_ONLY = "answer"
+"""The row-id suffix and `direction` tag of an answer-only row (`<item>/<algorithm>/<direction>/answer`)."""
 TASK_OF_DIRECTION = {"encode": Task.OUTPUT_PRED, "decode": Task.INPUT_PRED}
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 SCHEMA = pa.schema(
@@ -65,8 +72,8 @@ Rows: {num_rows}.
 Rows per algorithm and task:
 {counts}
 
-Filters applied: only translations kept by the faithfulness filter; evaluation items held out ({num_held_out} rows
-dropped, {num_eval_ids} eval ids); rows over {max_chars} characters dropped ({num_too_long} rows, measured {measure}).
+Filters applied: only translations kept by the faithfulness filter; evaluation items held out ({num_held_out} records
+of {num_eval_ids} eval ids, in the `test` split, never trained on); rows over {max_chars} characters dropped ({num_too_long} rows, measured {measure}).
 
 {lengths}"""
 
@@ -111,14 +118,18 @@ def user_prompt(record: Mapping[str, Any], prompts: Mapping[tuple[str, str, str]
     return make_task(get_algorithm(record["algorithm"]), task, x).prompt
 
 
-def to_chat(record: Mapping[str, Any], prompts: Mapping[tuple[str, str, str], str] | None = None) -> dict[str, Any]:
-    """The dataset row (without `num_chars`) of one kept translation record."""
+def to_chat(
+    record: Mapping[str, Any], prompts: Mapping[tuple[str, str, str], str] | None = None, answer_only: bool = False
+) -> dict[str, Any]:
+    """The dataset row (without `num_chars`) of one kept translation record; `answer_only`: the assistant turn is
+    the answer block alone (no narrated trace), the row id ends in `/answer`."""
+    reply = answer_block(record["label"]) if answer_only else record["translation"]
     messages = [
         {"role": "user", "content": user_prompt(record, prompts)},
-        {"role": "assistant", "content": record["translation"]},
+        {"role": "assistant", "content": reply},
     ]
     return {
-        "id": record["id"],
+        "id": f"{record['id']}/{ANSWER_ONLY}" if answer_only else record["id"],
         "item_id": record["item_id"],
         "algorithm": record["algorithm"],
         "direction": record["direction"],
@@ -137,11 +148,16 @@ def chat_length(messages: Sequence[Mapping[str, str]], tokenizer: Any = None) ->
 
 
 def write_dataset(
-    directory: Path, rows: Sequence[Mapping[str, Any]], name: str, card_info: Mapping[str, Any], lengths: list[int]
+    directory: Path,
+    rows: Sequence[Mapping[str, Any]],
+    name: str,
+    card_info: Mapping[str, Any],
+    lengths: list[int],
+    test_rows: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """`directory` as a dataset (`kt_train.hf_dataset`) whose card counts rows per algorithm and task, names the
     filters and, with a length tokenizer, the rows' token lengths (`lengths`, one per row); returns those lengths'
-    statistics (empty without)."""
+    statistics (empty without). `test_rows` (the held-out inputs' rows, never trained on) are its `test` split."""
     counts = Counter((r["algorithm"], r["task"]) for r in rows)
     lines = "\n".join(f"- {alg} / {task}: {n}" for (alg, task), n in sorted(counts.items())) or "- (none)"
     tokenizer = card_info["length_tokenizer"]
@@ -153,7 +169,10 @@ def write_dataset(
         pretty_name=f"RTCE SFT corpus: {name}", description=description, command=card_info["command"],
         language=("en", "code"), tags=("rtce", "code-execution", "sft"),
     )  # fmt: skip
-    write_hf_dataset(directory, {"train": pa.Table.from_pylist(list(rows), schema=SCHEMA)}, info)
+    splits = {"train": pa.Table.from_pylist(list(rows), schema=SCHEMA)}
+    if test_rows:
+        splits["test"] = pa.Table.from_pylist(list(test_rows), schema=SCHEMA)
+    write_hf_dataset(directory, splits, info)
     return stats
 
 
@@ -173,9 +192,13 @@ def build_sft_data(
     tokenizer: Any = None,
     length_tokenizer: ChatTokenizer | str | None = DEFAULT_MODEL,
     command: str | None = None,
+    completions: str = "trace",
 ) -> dict[str, Any]:
     """Write the per-algorithm and combined SFT datasets under `output_dir`; return the summary (see module doc).
-    `length_tokenizer` (a name loads it; None: no token counts) measures the rows for the cards and the summary."""
+    `length_tokenizer` (a name loads it; None: no token counts) measures the rows for the cards and the summary.
+    `completions` (`COMPLETIONS`): each record's narrated trace, its answer alone, or a row of each."""
+    if completions not in COMPLETIONS:
+        raise ValueError(f"completions must be one of {', '.join(COMPLETIONS)}, got {completions!r}")
     path = Path(translations_dir) / TRANSLATIONS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no {TRANSLATIONS_FILE} in {translations_dir} (make it with `kt traces translate`)")
@@ -185,16 +208,21 @@ def build_sft_data(
     prompts = _benchmark_prompts(benchmark_dir)
     records = sorted(read_jsonl(path), key=lambda r: r["id"])
     dropped: Counter[str] = Counter()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    test_rows: list[dict[str, Any]] = []
+    styles = {"trace": [False], "answer": [True], "both": [False, True]}[completions]
     for record in records:
         if not record.get("kept") or not record.get("translation"):
             dropped["not_kept"] += 1
-        elif record["item_id"] in held:
+            continue
+        if record["item_id"] in held:
             dropped["held_out"] += 1
-        else:
-            row = to_chat(record, prompts)
+        for answer_only in styles:
+            row = to_chat(record, prompts, answer_only)
             row["num_chars"] = chat_length(row["messages"], tokenizer)
-            if row["num_chars"] > max_chars:
+            if record["item_id"] in held:
+                test_rows.append(row)
+            elif row["num_chars"] > max_chars:
                 dropped["too_long"] += 1
             else:
                 rows.append(row)
@@ -213,10 +241,13 @@ def build_sft_data(
     algorithms = sorted({r["algorithm"] for r in rows})
     for name in algorithms:
         mine = [i for i, row in enumerate(rows) if row["algorithm"] == name]
-        write_dataset(output / name, [rows[i] for i in mine], name, card_info, [lengths[i] for i in mine])
-    token_lengths = write_dataset(output / COMBINED, rows, "all algorithms", card_info, lengths)
+        tests = [row for row in test_rows if row["algorithm"] == name]
+        write_dataset(output / name, [rows[i] for i in mine], name, card_info, [lengths[i] for i in mine], tests)
+    token_lengths = write_dataset(output / COMBINED, rows, "all algorithms", card_info, lengths, test_rows)
     summary = {
         "rows": len(rows),
+        "test_rows": len(test_rows),
+        "completions": completions,
         "dropped": {key: dropped[key] for key in ("not_kept", "held_out", "too_long")},
         "eval_ids": len(held),
         "max_chars": max_chars,
@@ -228,4 +259,12 @@ def build_sft_data(
     return summary
 
 
-__all__ = ["TASK_OF_DIRECTION", "build_sft_data", "chat_length", "load_eval_ids", "to_chat", "user_prompt"]
+__all__ = [
+    "COMPLETIONS",
+    "TASK_OF_DIRECTION",
+    "build_sft_data",
+    "chat_length",
+    "load_eval_ids",
+    "to_chat",
+    "user_prompt",
+]

@@ -104,6 +104,7 @@ def _build(args: argparse.Namespace) -> int:
             tokenizer=tokenizer,
             length_tokenizer=None if args.length_tokenizer == "none" else args.length_tokenizer,
             command=_sft_data_command(args),
+            completions=args.completions,
         )
     except (FileNotFoundError, ImportError, OSError) as exc:
         return fail(str(exc))
@@ -119,7 +120,8 @@ def _sft_data_command(args: argparse.Namespace) -> str:
     """The `kt sft-data build` command, with every option that decides the output (not where it goes)."""
     parts = ["kt sft-data build --translations", args.translations, "--output OUT --max-chars", str(args.max_chars)]
     for flag, value in (("--benchmark", args.benchmark), ("--eval-ids", args.eval_ids),
-                        ("--tokenizer", args.tokenizer), ("--length-tokenizer", args.length_tokenizer)):  # fmt: skip
+                        ("--tokenizer", args.tokenizer), ("--length-tokenizer", args.length_tokenizer),
+                        ("--completions", args.completions if args.completions != "trace" else None)):  # fmt: skip
         if value:
             parts += [flag, str(value)]
     return " ".join(parts)
@@ -167,5 +169,12 @@ def register_sft_data(subparsers: Any) -> None:
         metavar="NAME",
         help=f"tokenizer whose token lengths the cards report, with a warning over common max_length (default "
         f"{DEFAULT_MODEL}; none: no token lengths)",
+    )
+    build.add_argument(
+        "--completions",
+        choices=("trace", "answer", "both"),  # tracegen.sft_data.COMPLETIONS (not imported: `kt --help` stays light)
+        default="trace",
+        help="assistant turns: trace (narrated execution ending in the answer; default), answer (the answer block "
+        "alone: short rows for small models), both (a row of each)",
     )
     build.set_defaults(handler=_build)

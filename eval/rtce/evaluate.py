@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from eval.predictions import read_prediction_rows
 from eval.rtce.generation import ModelSpec, generate_rows
@@ -31,6 +31,9 @@ from kt_train.records import write_jsonl
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 from tracegen.benchmark import load_summary
 from tracegen.tasks import Task
+
+if TYPE_CHECKING:
+    from kt_train.vllm_backend import VLLMBackend
 
 SCORED_FILE = "scored.jsonl"
 BASE = "base"
@@ -87,7 +90,17 @@ class RTCEEvalConfig(BackendOptions):
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
     adapter_scope: Literal["own", "all"] = field(
         default="own",
-        metadata={"help": "own: an adapter labelled with an algorithm (lzw=DIR) answers that algorithm only; all"},
+        metadata={
+            "help": "own: an adapter labelled with an algorithm (lzw=DIR, or a checkpoint of it: lzw@20=DIR) answers "
+            "that algorithm only; all"
+        },
+    )
+    adapter_steps: dict[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "the training step of an adapter label (repeatable): the report's held-out EM / ES against step",
+            "metavar": "LABEL=STEP",
+        },
     )
     format_repair: bool = field(
         default=False, metadata={"help": "rewrite completions without an extractable answer (Appendix E) first"}
@@ -119,6 +132,10 @@ class RTCEEvalConfig(BackendOptions):
                 raise ValueError(f"the label {BASE!r} is the base model's; name the adapter otherwise")
             if not (Path(path) / "adapter_config.json").is_file():
                 raise FileNotFoundError(f"no adapter_config.json in {path} (adapter {label})")
+        try:
+            self.adapter_steps = {label: int(step) for label, step in self.adapter_steps.items()}
+        except ValueError as exc:
+            raise ValueError(f"--adapter-steps takes LABEL=STEP with an integer step ({exc})") from None
         if self.n < 1 or not self.temperatures:
             raise ValueError("--n must be >= 1 and --temperatures non-empty")
 
@@ -129,9 +146,10 @@ class RTCEEvalConfig(BackendOptions):
 
     def answers(self, spec: ModelSpec, items: Sequence[RTCEItem]) -> list[RTCEItem]:
         """The items a model answers: the base model all; an algorithm's adapter its own (scope `own`)."""
-        if spec.adapter is None or self.adapter_scope == "all" or spec.label not in ALGORITHM_NAMES:
+        algorithm = adapter_algorithm(spec.label)
+        if spec.adapter is None or self.adapter_scope == "all" or algorithm not in ALGORITHM_NAMES:
             return list(items)
-        return [item for item in items if item.algorithm == spec.label]
+        return [item for item in items if item.algorithm == algorithm]
 
     def specs(self) -> list[ModelSpec]:
         assert self.model is not None  # checked above
@@ -141,12 +159,33 @@ class RTCEEvalConfig(BackendOptions):
         ]
 
 
+def adapter_algorithm(label: str) -> str:
+    """The algorithm part of an adapter label: `lzw` for `lzw` and for its checkpoint `lzw@20`."""
+    return label.split("@", 1)[0]
+
+
 BackendFactory = Callable[[ModelSpec, RTCEEvalConfig], GenerationBackend]
 
 
 def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBackend:
+    """The backend of one model label; with vLLM one engine serves the base model and every adapter (each per
+    request), so the evaluation starts one engine, not one a label."""
     system_prompt = load_summary(config.benchmark).get("system_prompt")  # the benchmark's prompt style's
+    if config.backend == "vllm":
+        engine = _vllm_engine(spec.model, tuple(config.adapters.values()), system_prompt, config.seed,
+                              config.vllm_eager)  # fmt: skip
+        return engine.with_adapter(spec.adapter)
     return make_backend(config, spec.model, adapter=spec.adapter, system_prompt=system_prompt, seed=config.seed)
+
+
+@functools.cache
+def _vllm_engine(
+    model: str, adapters: tuple[str, ...], system_prompt: str | None, seed: int, eager: bool
+) -> VLLMBackend:
+    from kt_train.vllm_backend import VLLMBackend
+
+    eager_option = {"enforce_eager": True} if eager else {}
+    return VLLMBackend.load(model, system_prompt=system_prompt, seed=seed, serve_adapters=adapters, **eager_option)
 
 
 def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[str, Any]]:
@@ -263,6 +302,7 @@ __all__ = [
     "SCORED_FILE",
     "VERSION",
     "RTCEEvalConfig",
+    "adapter_algorithm",
     "eval_settings",
     "read_predictions",
     "run_rtce_eval",

@@ -1,6 +1,7 @@
 """RTCE plots (matplotlib Agg, PNG): Pass@k per task as one polygon per model (Appendix H), input length vs Pass@k
-(Appendix I) and mean Pass@k per input category and task (Appendix K). Each figure is headed by what it shows and a
-caption (model, benchmark, scoring, n); series differ in colour, dash and marker, and legends sit outside the data."""
+(Appendix I), mean Pass@k per input category and task (Appendix K) and held-out EM / ES against training step. Each
+figure is headed by what it shows and a caption (model, benchmark, scoring, n); series differ in colour, dash and
+marker, and legends sit outside the data."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.plotting import count, figure, heading, joined, save, style
+from eval.rtce.learning import checkpoint_points
 from eval.rtce.report import (
     ALGORITHM_ORDER,
     LENGTH_BINS,
@@ -174,9 +176,63 @@ def category_heatmap_plot(
     return save(category_heatmap_figure(difficulty, metric, source), path)
 
 
+def _item_counts(points: Sequence[Row]) -> str:
+    """'40', or '12-40' when the points count different numbers of items ('' without points)."""
+    counts = sorted({int(p["n"]) for p in points})
+    return "" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def checkpoint_curve_figure(aggregated: Sequence[Row], steps: Mapping[str, int], source: str = "") -> Any:
+    """Held-out EM and ES (%) against training step, a panel per algorithm and two series (EM, ES) per task: the
+    base at step 0, each adapter / checkpoint label of the algorithm at `steps[label]` (`checkpoint_points`)."""
+    from matplotlib.ticker import MaxNLocator
+
+    points = checkpoint_points(aggregated, steps)
+    algorithms = list(dict.fromkeys(p["algorithm"] for p in points))
+    tasks = ordered((p["task"] for p in points), TASK_ORDER)  # one style per task and metric in every panel
+    fig = figure((3.9 * max(1, len(algorithms)) + 1.8, 4.2))
+    axes = fig.subplots(1, max(1, len(algorithms)), sharey=True, squeeze=False)[0]
+    for axis, algorithm in zip(axes, algorithms):
+        mine = [p for p in points if p["algorithm"] == algorithm]
+        for task in dict.fromkeys(p["task"] for p in mine):
+            series = sorted((p for p in mine if p["task"] == task), key=lambda p: p["step"])
+            for m, (metric, name) in enumerate((("em", "EM"), ("es", "ES"))):
+                label = f"{task_label(task)} {name}"
+                values = [_percent(p[metric]) for p in series]
+                axis.plot(
+                    [p["step"] for p in series], values, markersize=5, label=label, **style(2 * tasks.index(task) + m)
+                )
+        axis.set(
+            title=f"{algorithm_label(algorithm)} (n={_item_counts(mine)})", xlabel="training step", ylim=(-3, 103)
+        )
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.grid(alpha=0.3)
+    if not algorithms:
+        axes[0].text(
+            0.5, 0.5, "no adapter with a training step", ha="center", va="center", transform=axes[0].transAxes
+        )
+    axes[0].set_ylabel("held-out EM / ES (%)")
+    legend = {label: handle for axis in axes for handle, label in zip(*axis.get_legend_handles_labels())}
+    if legend:
+        fig.legend(
+            list(legend.values()), list(legend), loc="outside lower center", ncols=min(len(legend), 4), fontsize=8
+        )
+    temperature = min((r["temperature"] for r in aggregated), default=None)
+    lowest = None if temperature is None else f"T={temperature:g}"
+    title = "RTCE: held-out EM / ES (%) by training step, base at step 0"
+    heading(fig, title, joined([source, f"n = {_item_counts(points) or 0} inputs per task", lowest]))
+    return fig
+
+
+def checkpoint_curve_plot(aggregated: Sequence[Row], steps: Mapping[str, int], source: str, path: str | Path) -> Path:
+    return save(checkpoint_curve_figure(aggregated, steps, source), path)
+
+
 __all__ = [
     "category_heatmap_figure",
     "category_heatmap_plot",
+    "checkpoint_curve_figure",
+    "checkpoint_curve_plot",
     "length_vs_pass_figure",
     "length_vs_pass_plot",
     "radial_pass_figure",

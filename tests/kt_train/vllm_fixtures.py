@@ -51,15 +51,15 @@ def edge_prompts() -> list[str]:
     return [prompt_of_tokens(CONTEXT - 10), prompt_of_tokens(CONTEXT + 5), prompt_of_tokens(CONTEXT - 1)]
 
 
-def save_random_adapter(folder: Path) -> Path:
-    """A rank-8 LoRA of the embedded model on q/v with random A and B (it changes the greedy texts)."""
+def save_random_adapter(folder: Path, seed: int = 0, rank: int = 8) -> Path:
+    """A rank-`rank` LoRA of the embedded model on q/v with random A and B (it changes the greedy texts)."""
     import torch
     from peft import LoraConfig, get_peft_model
 
     from kt_train.models import get_model
 
-    torch.manual_seed(0)
-    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    torch.manual_seed(seed)
+    config = LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     get_peft_model(get_model(NAME, dtype="float32"), config).save_pretrained(folder)
     return folder
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tracegen.inputs import FAMILIES, category_order, generate_inputs, item_rng
+from tracegen.inputs import FAMILIES, LengthRange, category_order, generate_inputs, item_rng
 
 EXPECTED_CATEGORIES = {"patterned": 15, "log": 11, "yaml": 10, "tabular": 10, "dna": 10}
 
@@ -109,3 +109,18 @@ def test_dna_family_is_dna(items) -> None:
         assert lines and all(set(line) <= set("ACGT") for line in lines), item
     orfs = [item.text for item in dna if item.category == "orf_like"]
     assert all(t.startswith("ATG") and t[-3:] in ("TAA", "TAG", "TGA") and len(t) % 3 == 0 for t in orfs)
+
+
+def test_short_windows_keep_every_category_and_are_unique(items) -> None:
+    """`LengthRange(4, 16)`: every input a window of 4..16 characters of its category's text (shorter texts whole),
+    all lengths drawn, unique, deterministic, every category kept (the small-model main job's inputs)."""
+    short = generate_inputs(seed=42, num_inputs=500, lengths=LengthRange(4, 16))
+    lengths = Counter(len(item.text) for item in short)
+    assert set(lengths) == set(range(4, 17)) and len({item.text for item in short}) == 500
+    assert Counter(item.category for item in short).keys() == Counter(item.category for item in items).keys()
+    assert generate_inputs(seed=42, num_inputs=500, lengths=LengthRange(4, 16)) == short
+    cut = [item for item in short if "window" in item.metadata]
+    assert cut and all(len(item.text) < item.metadata["window"][1] for item in cut)
+    for bad in ((0, 4), (8, 4)):
+        with pytest.raises(ValueError, match="input lengths"):
+            LengthRange(*bad)

@@ -134,3 +134,32 @@ def test_cli_sft_data(dirs: tuple[Path, Path], tmp_path: Path, capsys: pytest.Ca
     args = parser.parse_args(["sft-data", "build", "--translations", str(tmp_path / "no"), "--output", str(tmp_path)])
     assert args.handler(args) == 2
     assert "kt: error:" in capsys.readouterr().err
+
+
+def _load_split(directory: Path, split: str) -> datasets.Dataset:
+    cache = directory.parent / f"hf-cache-{directory.name}-{split}"
+    return datasets.load_dataset(str(directory), split=split, cache_dir=str(cache))
+
+
+def test_answer_only_and_both_rows_and_the_held_out_test_split(dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    """`completions="answer"`: the assistant turn is the answer block alone; `both`: a trace row and an answer row
+    per record; the held-out items' rows are the `test` split, never in `train`."""
+    bench, translations = dirs
+    records = [r for r in _translations(translations) if r["kept"]]
+    held = records[0]["item_id"]
+    answer = build_sft_data(translations, tmp_path / "answer", bench, {held}, completions="answer")
+    both = build_sft_data(translations, tmp_path / "both", bench, {held}, completions="both")
+    trained = [r for r in records if r["item_id"] != held]
+    assert answer["rows"] == len(trained) and both["rows"] == 2 * len(trained)
+    assert answer["test_rows"] == len(records) - len(trained) > 0 and both["test_rows"] == 2 * answer["test_rows"]
+    rows = _load(tmp_path / "answer" / COMBINED)
+    for row in rows:
+        reply = row["messages"][1]["content"]
+        assert row["id"].endswith("/answer") and reply == f'[ANSWER]\n{{"output": {row["answer_json"]}}}\n[/ANSWER]'
+    ids = _load(tmp_path / "both" / COMBINED)["id"]
+    assert sorted(i.removesuffix("/answer") for i in ids) == sorted(2 * [r["id"] for r in trained])
+    for directory in (tmp_path / "answer" / COMBINED, tmp_path / "answer" / "rle"):
+        test = _load_split(directory, "test")
+        assert set(test["item_id"]) == {held} and held not in set(_load(directory)["item_id"])
+    with pytest.raises(ValueError, match="completions"):
+        build_sft_data(translations, tmp_path / "bad", bench, completions="trace+answer")

@@ -133,19 +133,20 @@ def test_table3_puts_percentages_in_their_cells_and_averages_the_shown_metrics()
     table = table3_markdown(aggregate(rows))
     header = _split(table.splitlines()[0])
     cells = _line(table, "base", "LZW")
-    assert header[:5] == ["Model", "Alg.", "O/P Pred EM", "O/P Pred ES", "O/P Pred P@5"]
-    assert header[-1] == "Average" and len(header) == 2 + 12 + 1
-    assert cells[2:5] == ["20.0", "40.0", "100.0"]
-    assert cells[5:8] == ["-", "-", "-"]  # O/P Pred-I absent
-    assert cells[8:11] == ["0.0", "10.0", "0.0"]
+    assert header[:6] == ["Model", "Alg.", "O/P Pred n", "O/P Pred EM", "O/P Pred ES", "O/P Pred P@5"]
+    assert header[-1] == "Average" and len(header) == 2 + 16 + 1
+    assert cells[2:6] == ["1", "20.0†", "40.0", "100.0"]  # 1 item: EM marked as too few to tell
+    assert cells[6:10] == ["-", "-", "-", "-"]  # O/P Pred-I absent
+    assert cells[10:14] == ["1", "0.0†", "10.0", "0.0"]
     assert cells[-1] == f"{100 * (0.2 + 0.4 + 1.0 + 0.0 + 0.1 + 0.0) / 6:.1f}"  # 28.3
+    assert table.rstrip().endswith("† fewer than 30 items: too few to tell differences apart.")
 
 
 def test_table3_adds_a_temperature_column_when_there_are_several() -> None:
     rows = [_row("i1"), _row("i1", temperature=0.8, em=(False,) * 5, pass5=0.0)]
     table = table3_markdown(aggregate(rows))
     assert _split(table.splitlines()[0])[:3] == ["Model", "T", "Alg."]
-    assert _line(table, "base", "0.8", "LZW")[3:6] == ["0.0", "40.0", "0.0"]
+    assert _line(table, "base", "0.8", "LZW")[3:7] == ["1", "0.0†", "40.0", "0.0"]
 
 
 def test_table4_groups_pass5_by_temperature_with_the_adapter() -> None:
@@ -156,11 +157,12 @@ def test_table4_groups_pass5_by_temperature_with_the_adapter() -> None:
     ]
     table = table4_markdown(aggregate(rows))
     header = _split(table.splitlines()[0])
-    assert header[:4] == ["Model", "Adapter", "Alg.", "T=0.2 O/P Pred"]
-    assert header.index("T=0.8 I/P Pred") == 3 + 4 + 2
+    assert header[:5] == ["Model", "Adapter", "Alg.", "n", "T=0.2 O/P Pred"]
+    assert header.index("T=0.8 I/P Pred") == 4 + 4 + 2
     base, lora = _line(table, "base", "-", "RLE"), _line(table, "lora-rle", "out/rle", "RLE")
-    assert (base[3], base[7], base[3 + 4 + 2]) == ("25.0", "50.0", "-")
-    assert (lora[3], lora[3 + 4 + 2]) == ("-", "75.0")
+    assert (base[3], base[4], base[8], base[4 + 4 + 2]) == ("1", "25.0†", "50.0†", "-")  # 1 item per cell
+    assert (lora[3], lora[4], lora[4 + 4 + 2]) == ("1", "-", "75.0†")
+    assert table.rstrip().endswith("† fewer than 30 items: too few to tell differences apart.")
 
 
 def test_difficulty_by_category_and_easiest_hardest_inputs() -> None:
@@ -228,7 +230,7 @@ def test_write_report_with_one_model_one_task_and_no_pass5(tmp_path: Path) -> No
     assert summary["pass_metric"] == "pass@1" and summary["algorithms"] == ["rle"]
     report = (tmp_path / "report.md").read_text()
     assert "Table 4: pass@1" in report and "No round-trip records" in report
-    assert _line(report, "base", "RLE")[2:5] == ["-", "-", "-"]
+    assert _line(report, "base", "RLE")[2:6] == ["-", "-", "-", "-"]
     assert all((tmp_path / name).stat().st_size > 0 for name in summary["plots"])
 
 

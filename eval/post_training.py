@@ -121,6 +121,7 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
 
 def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
     """`kt eval rtce` of the base model and each algorithm's adapter on the held-out inputs of the default corpus."""
+    from eval.rtce.evaluate import adapter_algorithm
     from tracegen.pipeline import EVAL_IDS_FILE
 
     corpus = Path(trained.context["rtce_corpus"])
@@ -128,12 +129,15 @@ def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | No
         print(f"skipping the evaluation: {corpus} has no benchmark/ and {EVAL_IDS_FILE} (not a default corpus)")
         return None
     both = {"output_pred", "input_pred"} <= set(script_args.eval_tasks)
+    roundtrip = both and getattr(script_args, "eval_roundtrip", True)
     options = {
         "benchmark": str(corpus / "benchmark"), "ids": str(corpus / EVAL_IDS_FILE),
         "output": str(trained.output_dir / "eval"), "model": trained.model, "adapters": dict(trained.adapters),
-        "algorithms": list(trained.adapters), "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
+        "algorithms": list(dict.fromkeys(map(adapter_algorithm, trained.adapters))),
+        "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
         "temperatures": list(script_args.eval_temperatures), "n": script_args.eval_n,
-        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": both,
+        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": roundtrip,
+        "batch_size": getattr(script_args, "eval_batch_size", 8),
         "adapter_steps": dict(trained.context.get("adapter_steps", {})), **backend_option(script_args),
     }  # fmt: skip
     return Evaluation(["eval", "rtce"], options)

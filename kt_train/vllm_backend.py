@@ -70,6 +70,21 @@ def lora_id(llm: Any, adapter: str | Path) -> int:
     return ids.setdefault(str(Path(adapter).resolve()), len(ids) + 1)
 
 
+def shared_prefix_leaders(prompts: Sequence[str]) -> list[str]:
+    """One prompt of each group of at least two that share at least half of the group's first prompt (in sorted
+    order): the prompts whose prefill fills the prefix cache for the rest (`VLLMBackend._warm_prefix_cache`)."""
+    leaders: list[str] = []
+    leader, size = "", 0
+    for prompt in sorted(set(prompts)):
+        if leader and 2 * len(os.path.commonprefix([leader, prompt])) >= len(leader):  # noqa: RUF071 (characters)
+            size += 1
+            continue
+        if size > 1:
+            leaders.append(leader)
+        leader, size = prompt, 1
+    return leaders + ([leader] if size > 1 else [])
+
+
 def engine_defaults(
     llm_kwargs: dict[str, Any], adapter: str | None, serve_adapters: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -205,15 +220,28 @@ class VLLMBackend:
         return shape_results(len(prompts), kept, outputs, sampling.stop)
 
     def _generate(self, prompts: list[str], sampling: SamplingConfig) -> list[Any]:
-        params = self.sampling_params(sampling)
+        self._warm_prefix_cache(prompts)
+        return self._request(prompts, self.sampling_params(sampling))
+
+    def _warm_prefix_cache(self, prompts: list[str]) -> None:
+        """Prefill one prompt of each group sharing a long prefix first (one token each): vLLM schedules a batch's
+        prefills in one step, so no prompt of a batch reuses the prefix another computes in that step (an RTCE
+        prompt: instruction, code and worked example, then a short query); after this every one does."""
+        if not self.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching:
+            return
+        leaders = shared_prefix_leaders(prompts)
+        if leaders:
+            self._request(leaders, self._vllm.SamplingParams(temperature=0.0, max_tokens=1), progress=False)
+
+    def _request(self, prompts: list[str], params: Any, progress: bool = True) -> list[Any]:
         if self.apply_chat_template:
             return self.llm.chat(
                 [chat_messages(prompt, self.system_prompt) for prompt in prompts],
                 params,
                 add_generation_prompt=True,
-                use_tqdm=True,
+                use_tqdm=progress,
                 lora_request=self.lora_request,
                 chat_template=self.chat_template,
                 chat_template_kwargs=self.chat_template_kwargs or None,
             )
-        return self.llm.generate(prompts, params, use_tqdm=True, lora_request=self.lora_request)
+        return self.llm.generate(prompts, params, use_tqdm=progress, lora_request=self.lora_request)

@@ -14,7 +14,8 @@ Usage:
 
 Data: `dataset_name` is a corpus made by `kt sft-data build` (one dataset folder per algorithm); without it the
 default corpus (benchmark -> traces -> template translations -> SFT chats, evaluation inputs held out) is built
-once and cached under the kt-train cache (`$KT_TRAIN_CACHE`). Adapters go to `output_dir/<algorithm>/`. With
+once and cached under the kt-train cache (`$KT_TRAIN_CACHE`). Adapters go to `output_dir/<algorithm>/` (with
+`adapters: shared`, one adapter on every chosen algorithm's rows in `output_dir/all/`). With
 `evaluations: [rtce]` (`eval.post_training`), the main process then scores the base model and every adapter on
 held-out inputs in a separate process (`kt eval rtce --config output_dir/rtce.config.json`, each adapter on its own
 algorithm; a model cannot be reloaded inside a live ZeRO-3 process).
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelerate import PartialState
+from datasets import Dataset
 from trl import ModelConfig
 
 from eval.post_training import (
@@ -48,9 +50,11 @@ from kt_train.training.sft import evaluates, run_sft
 from tracegen.algorithms import ALGORITHMS
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 from tracegen.prompts import PROMPT_STYLES
-from tracegen.sft_data import COMPLETIONS
+from tracegen.sft_data import COMBINED, COMPLETIONS
 
 logger = logging.getLogger(__name__)
+ADAPTER_LAYOUTS = ("per_algorithm", "shared")
+SHARED = COMBINED  # the shared adapter's folder and the combined dataset's name: `all`
 
 
 @dataclass
@@ -61,6 +65,11 @@ class RTCEScriptArguments(DataArguments):
         default_factory=lambda: ["lzw", "ae", "rle", "huffman"],
         metadata={"help": "one adapter per algorithm, trained one after the other", "choices": sorted(ALGORITHMS)},
     )
+    adapters: str = field(
+        default="per_algorithm",
+        metadata={"help": "per_algorithm: one adapter per algorithm, in output_dir/<algorithm> (the paper); shared: "
+                  "one adapter on every chosen algorithm's rows, in output_dir/all", "choices": ADAPTER_LAYOUTS},
+    )  # fmt: skip
     corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
     num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
     eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
@@ -91,7 +100,17 @@ class RTCEScriptArguments(DataArguments):
     )
     eval_temperatures: list[float] = field(default_factory=lambda: [0.0], metadata={"help": "0: greedy"})
     eval_n: int = field(default=1, metadata={"help": "completions per prompt in that evaluation (Pass@5: 5)"})
+    eval_roundtrip: bool = field(
+        default=True,
+        metadata={"help": "that evaluation's round trips (the model decodes its own encoding; with O/P and I/P Pred)"},
+    )
+    eval_batch_size: int = field(default=8, metadata={"help": "prompts per generation batch in that evaluation"})
     eval_backend: str = eval_backend_field()
+    max_steps_by_algorithm: dict[str, int] = field(
+        default_factory=dict,
+        metadata={"help": "optimizer steps of one algorithm's adapter in place of max_steps (YAML: {rle: 64}); the "
+                  "algorithms a 135M model learns slowest get the most of a fixed time budget"},
+    )  # fmt: skip
     eval_checkpoints: bool = field(
         default=False,
         metadata={
@@ -105,9 +124,20 @@ class RTCEScriptArguments(DataArguments):
         if unknown or not self.algorithms:
             raise ValueError(f"algorithms must be a non-empty subset of {sorted(ALGORITHMS)}, got {unknown}")
         checked_evaluations(self.evaluations, ["rtce"])
+        steps = self.max_steps_by_algorithm
+        if set(steps) - set(self.algorithms) or any(not isinstance(n, int) or n < 1 for n in steps.values()):
+            raise ValueError(f"max_steps_by_algorithm maps chosen algorithms to steps >= 1, got {steps}")
+        if steps and self.adapters == "shared":
+            raise ValueError("max_steps_by_algorithm needs adapters: per_algorithm (a shared adapter has one run)")
         if self.input_lengths is not None and len(self.input_lengths) != 2:
             raise ValueError(f"input_lengths is [min, max], got {self.input_lengths}")
         self.corpus_settings()  # checks the corpus keys
+
+    def runs(self) -> dict[str, list[str]]:
+        """The training runs by folder name, each with the algorithms it trains on and answers for."""
+        if self.adapters == "shared":
+            return {SHARED: list(self.algorithms)}
+        return {algorithm: [algorithm] for algorithm in self.algorithms}
 
     def corpus_settings(self) -> CorpusSettings:
         lengths = None if self.input_lengths is None else tuple(self.input_lengths)
@@ -126,11 +156,14 @@ def corpus_dir(script_args: RTCEScriptArguments) -> Path:
     return root / "sft"
 
 
-def adapter_args(training_args: SFTConfig, algorithm: str) -> SFTConfig:
-    """The training arguments of one algorithm's adapter: its own output folder and run name."""
+def adapter_args(training_args: SFTConfig, name: str, max_steps: int | None = None) -> SFTConfig:
+    """The training arguments of one adapter (an algorithm's, or the shared one): its own folder and run name, and its
+    own `max_steps` when given."""
     args = copy.copy(training_args)
-    args.output_dir = str(Path(training_args.output_dir) / algorithm)
-    args.run_name = f"{Path(training_args.output_dir).name}-{algorithm}"
+    args.output_dir = str(Path(training_args.output_dir) / name)
+    args.run_name = f"{Path(training_args.output_dir).name}-{name}"
+    if max_steps is not None:
+        args.max_steps = max_steps
     return args
 
 
@@ -141,22 +174,25 @@ def trained_step(run_dir: Path) -> int | None:
 
 
 def evaluated_adapters(
-    output: Path, algorithms: list[str], checkpoints: bool
+    output: Path, runs: dict[str, list[str]], checkpoints: bool
 ) -> tuple[dict[str, str], dict[str, int]]:
-    """The adapters the evaluation scores by label (each algorithm's, and with `checkpoints` its saved checkpoints
-    before the last as `<algorithm>@<step>`) and the training step of each label."""
-    adapters = {algorithm: str(output / algorithm) for algorithm in algorithms}
+    """The adapters the evaluation scores by label: each algorithm's (its run's folder) and, with `checkpoints`, its
+    run's saved checkpoints before the last as `<algorithm>@<step>`; and the training step of each label."""
+    adapters: dict[str, str] = {}
     steps: dict[str, int] = {}
-    for algorithm in algorithms if checkpoints else []:
-        final = trained_step(output / algorithm)
-        if final is None:
+    for name, algorithms in runs.items():
+        adapters |= {algorithm: str(output / name) for algorithm in algorithms}
+        final = trained_step(output / name)
+        if not checkpoints or final is None:
             continue
-        steps[algorithm] = final
-        for checkpoint in sorted((output / algorithm).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
-            step = trained_step(checkpoint)
-            if step is not None and step < final and (checkpoint / "adapter_config.json").is_file():
-                adapters[f"{algorithm}@{step}"] = str(checkpoint)
-                steps[f"{algorithm}@{step}"] = step
+        saved = sorted((output / name).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+        for algorithm in algorithms:
+            steps[algorithm] = final
+            for checkpoint in saved:
+                step = trained_step(checkpoint)
+                if step is not None and step < final and (checkpoint / "adapter_config.json").is_file():
+                    adapters[f"{algorithm}@{step}"] = str(checkpoint)
+                    steps[f"{algorithm}@{step}"] = step
     return adapters, steps
 
 
@@ -171,34 +207,47 @@ def learning_lead(evaluation: Path) -> str | None:
     return learning_markdown(json.loads(summary.read_text(encoding="utf-8")).get("learning", []))
 
 
+def run_datasets(
+    corpus: Path, name: str, algorithms: list[str], script_args: RTCEScriptArguments
+) -> tuple[Dataset, Dataset | None]:
+    """The training rows of one run (its algorithms' rows of `corpus/<name>`) and its held-out `test` rows."""
+    if not (corpus / name).is_dir():
+        raise DatasetUnavailableError(f"no {name} dataset in {corpus} (no kept traces for it?)")
+    dataset = load_training_dataset(str(corpus / name), script_args.dataset_train_split)
+    test = load_eval_split(str(corpus / name), script_args.dataset_test_split)
+    if name == SHARED:  # the combined dataset: only the chosen algorithms
+        dataset = dataset.filter(lambda row: row["algorithm"] in algorithms)
+        test = None if test is None else test.filter(lambda row: row["algorithm"] in algorithms)
+    return dataset, test
+
+
 def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     corpus = corpus_dir(script_args)
+    runs = script_args.runs()
     trained_now = False
-    for algorithm in script_args.algorithms:
-        if not (corpus / algorithm).is_dir():
-            raise DatasetUnavailableError(f"no {algorithm} dataset in {corpus} (no kept traces for it?)")
-        dataset = load_training_dataset(str(corpus / algorithm), script_args.dataset_train_split)
-        test = load_eval_split(str(corpus / algorithm), script_args.dataset_test_split)
-        args = adapter_args(training_args, algorithm)
-        run = run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{algorithm}",
-                      tags=["rtce", algorithm], eval_dataset=test if evaluates(args) else None)  # fmt: skip
+    for name, algorithms in runs.items():
+        dataset, test = run_datasets(corpus, name, algorithms, script_args)
+        args = adapter_args(training_args, name, script_args.max_steps_by_algorithm.get(name))
+        run = run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{name}",
+                      tags=["rtce", *algorithms], eval_dataset=test if evaluates(args) else None)  # fmt: skip
         trained_now = trained_now or run.trainer is not None
     state = PartialState()
     if state.is_main_process:
         output = Path(training_args.output_dir)
         if script_args.evaluations:
-            adapters, steps = evaluated_adapters(output, script_args.algorithms, script_args.eval_checkpoints)
+            adapters, steps = evaluated_adapters(output, runs, script_args.eval_checkpoints)
             trained = TrainedModels(output, model_name(model_args), adapters, training_args.seed, trained_now,
                                     context={"rtce_corpus": str(corpus.parent), "adapter_steps": steps},
                                     **training_wandb(training_args))  # fmt: skip
             run_evaluations(script_args.evaluations, trained, script_args)
-        report = write_report(output, script_args.algorithms, "RTCE SFT: one adapter per algorithm",
-                              output / "eval" / "report.md", learning_lead(output / "eval"))  # fmt: skip
-        print(f"adapters: {', '.join(str(output / a) for a in script_args.algorithms)}")
+        title = "RTCE SFT: " + ("one adapter for all algorithms" if SHARED in runs else "one adapter per algorithm")
+        report = write_report(output, list(runs), title, output / "eval" / "report.md",
+                              learning_lead(output / "eval"))  # fmt: skip
+        print(f"adapters: {', '.join(str(output / name) for name in runs)}")
         print(f"report: {report}")
-        runs = [run for a in script_args.algorithms for run in wandb_runs(output / a)]
-        if runs:
-            print(f"W&B runs (sync with `wandb sync DIR` when offline): {', '.join(map(str, runs))}")
+        wandb = [run for name in runs for run in wandb_runs(output / name)]
+        if wandb:
+            print(f"W&B runs (sync with `wandb sync DIR` when offline): {', '.join(map(str, wandb))}")
     state.wait_for_everyone()
 
 

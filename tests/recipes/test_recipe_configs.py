@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -146,6 +147,7 @@ BAD_VALUES = {  # config -> its one error line (was: a traceback, an error only 
     "output_dir: out\nmax_steps: many\n": "argument --max_steps/--max-steps: invalid int value: 'many'",
     "output_dir: out\nlora_r: eight\n": "invalid int value: 'eight'",
     "output_dir: out\nevaluations: [kt]\n": r"evaluations: kt not available here \(this recipe runs: rtce\)",
+    "output_dir: out\nalgorithms: [rle]\nmax_steps_by_algorithm: {lzw: 8}\n": "max_steps_by_algorithm maps chosen",
     "output_dir: out\nmodel_name_or_path: /no/such/model\n": "model '/no/such/model': no such folder",
     "output_dir: out\nmodel_name_or_path: nobody/no-model\n": "'nobody/no-model' is not in the local hub cache",
 }
@@ -219,3 +221,48 @@ def test_the_main_job_drops_fewer_than_5_percent_of_its_rows(tmp_path: Path) -> 
         rows = to_prompt_completion(load_training_dataset(str(corpus / algorithm), "train"))
         _, dropped = drop_longer_than(rows, tokenizer, training_args.max_length)
         assert len(rows) >= 90 and dropped < 0.05 * len(rows), (algorithm, dropped, len(rows))
+
+
+def test_the_evaluation_scores_each_algorithm_its_adapter_and_checkpoints(tmp_path: Path) -> None:
+    """Per-algorithm adapters and one shared adapter: every algorithm is labelled with its run's folder, and each
+    saved checkpoint before the last as `<algorithm>@<step>`, with the step of every label."""
+    recipe = load_recipe("sft_rtce")
+
+    def saved(folder: Path, step: int) -> None:
+        folder.mkdir(parents=True)
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        (folder / "adapter_config.json").write_text("{}")
+
+    for name in ("rle", "all"):
+        saved(tmp_path / name, 32)
+        saved(tmp_path / name / "checkpoint-16", 16)
+        saved(tmp_path / name / "checkpoint-32", 32)
+    adapters, steps = recipe.evaluated_adapters(tmp_path, {"rle": ["rle"]}, checkpoints=True)
+    assert adapters == {"rle": str(tmp_path / "rle"), "rle@16": str(tmp_path / "rle" / "checkpoint-16")}
+    assert steps == {"rle": 32, "rle@16": 16}
+    adapters, steps = recipe.evaluated_adapters(tmp_path, {"all": ["lzw", "rle"]}, checkpoints=True)
+    assert adapters == {"lzw": str(tmp_path / "all"), "rle": str(tmp_path / "all"),
+                        "lzw@16": str(tmp_path / "all" / "checkpoint-16"),
+                        "rle@16": str(tmp_path / "all" / "checkpoint-16")}  # fmt: skip
+    assert steps == {"lzw": 32, "rle": 32, "lzw@16": 16, "rle@16": 16}
+    assert recipe.evaluated_adapters(tmp_path, {"rle": ["rle"]}, checkpoints=False) == (
+        {"rle": str(tmp_path / "rle")},
+        {},
+    )
+    parser = parser_for(ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml")
+    script_args, _, _ = parser.parse_args_and_config(["--adapters", "shared", "--algorithms", "rle", "lzw"])
+    assert script_args.runs() == {"all": ["rle", "lzw"]}
+
+
+def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> None:
+    """`max_steps_by_algorithm: {rle: 64}`: RLE's adapter trains 64 steps in its own folder, the others max_steps."""
+    recipe = load_recipe("sft_rtce")
+    config = tmp_path / "config.yaml"
+    values = yaml.safe_load((ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml").read_text())
+    config.write_text(yaml.safe_dump(values | {"max_steps": 20, "max_steps_by_algorithm": {"rle": 64}}))
+    script_args, training_args, _ = parser_for(config).parse_args_and_config(["--config", str(config)])
+    steps = {name: recipe.adapter_args(training_args, name, script_args.max_steps_by_algorithm.get(name)).max_steps
+             for name in script_args.runs()}  # fmt: skip
+    assert steps == {"lzw": 20, "ae": 20, "rle": 64, "huffman": 20} and training_args.max_steps == 20
+    with pytest.raises(ValueError, match="needs adapters: per_algorithm"):
+        parser_for(config).parse_args_and_config(["--config", str(config), "--adapters", "shared"])

@@ -56,7 +56,8 @@ def assert_whole_adapter_that_changes_outputs(adapter_dir: Path, min_change: flo
                     reason="accelerate launcher missing")  # fmt: skip
 def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
     pytest.importorskip("deepspeed")
-    corpus = build_rtce_sft_corpus(tmp_path / "corpus", CorpusSettings(num_inputs=8, template_max_steps=4), 2, False)
+    settings = CorpusSettings(num_inputs=8, template_max_steps=4, input_lengths=(3, 10), completions="answer")
+    corpus = build_rtce_sft_corpus(tmp_path / "corpus", settings, 2, False)  # the demo config's kind of rows
     out = tmp_path / "out"
     command = [
         str(ACCELERATE), "launch",
@@ -66,6 +67,8 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
         "--dataset_name", str(corpus / "sft"), "--algorithms", "rle", "--output_dir", str(out),
         "--max_steps", "3", "--per_device_train_batch_size", "1", "--learning_rate", "1e-3", "--warmup_steps", "0",
         "--save_strategy", "no", "--report_to", "none", "--max_length", "1024", "--gradient_accumulation_steps", "1",
+        "--eval_steps", "2", "--eval_backend", "transformers", "--eval_tasks", "output_pred",
+        "--eval_max_new_tokens", "48", "--eval_on_start", "false",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -73,6 +76,7 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
     assert results["world_size"] == 2  # two ranks, not one process running alone
     state = json.loads((out / "rle" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
+    assert any("eval_loss" in row for row in state["log_history"])  # held-out rows scored under ZeRO-3
 
     assert_whole_adapter_that_changes_outputs(out / "rle", min_change=1e-3)
 

@@ -189,17 +189,30 @@ def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benc
 
     out = tmp_path / "eval"
     config = RTCEEvalConfig(
-        benchmark=str(benchmark), output=str(out), model=DEFAULT_MODEL, adapters={"rle": str(adapter)},
+        benchmark=str(benchmark), output=str(out), model=DEFAULT_MODEL,
+        adapters={"rle": str(adapter), "rle@1": str(adapter)}, adapter_steps={"rle": 2, "rle@1": 1},
         algorithms=["rle", "lzw"], tasks=["output_pred"], items=1, temperatures=[0.0], n=1, max_new_tokens=6,
         roundtrip=False,
     )  # fmt: skip
     summary = run_rtce_eval(config, factory=counting, progress=False)
-    assert loads == [None, str(adapter)]
+    assert loads == [None, str(adapter), str(adapter)]
     cells = sorted((r["model"], r["algorithm"]) for r in summary["aggregated"])
-    assert cells == [("base", "lzw"), ("base", "rle"), ("rle", "rle")]  # the adapter answers rle only
+    assert cells == [("base", "lzw"), ("base", "rle"), ("rle", "rle"), ("rle@1", "rle")]  # rle's and its checkpoint's
     rows = [json.loads(line) for line in (out / "rle.completions.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["adapter"] == str(adapter)
-    assert run_rtce_eval(config, factory=counting, progress=False) == summary and len(loads) == 2
+    # the learning table of this tiny run: the adapter (not its checkpoint) against the base, paired on 1 item
+    learning = summary["learning"]
+    assert [(e["model"], e["algorithm"], e["task"], e["metric"]) for e in learning] == [
+        ("rle", "rle", "output_pred", "em"), ("rle", "rle", "output_pred", "es"),
+    ]  # fmt: skip
+    for entry in learning:
+        assert entry["n"] == 1 and entry["few_items"] and entry["diff"] == entry["adapter"] - entry["base"]
+        assert entry["ci_low"] == entry["ci_high"] == entry["diff"]  # one item: no spread
+    assert [(p["model"], p["step"]) for p in summary["by_step"]] == [("base", 0), ("rle@1", 1), ("rle", 2)]
+    report = (out / "report.md").read_text()
+    assert report.split("\n## ", 1)[1].startswith("Did training help?") and "too few to tell" in report
+    assert (out / "heldout_vs_step.png").is_file()
+    assert run_rtce_eval(config, factory=counting, progress=False) == summary and len(loads) == 3
 
 
 def test_a_rerun_with_other_settings_is_refused_and_overwrite_starts_afresh(

@@ -257,7 +257,8 @@ def test_the_evaluation_scores_each_algorithm_its_adapter_and_checkpoints(tmp_pa
 def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> None:
     """`max_steps_by_algorithm: {rle: 64}`: RLE's adapter trains 64 steps in its own folder, the others max_steps."""
     recipe = load_recipe("sft_rtce")
-    config = tmp_path / "config.yaml"
+    config = tmp_path / "sft_rtce" / "config.yaml"  # parser_for finds the recipe by the config's folder
+    config.parent.mkdir()
     values = yaml.safe_load((ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml").read_text())
     config.write_text(yaml.safe_dump(values | {"max_steps": 20, "max_steps_by_algorithm": {"rle": 64}}))
     script_args, training_args, _ = parser_for(config).parse_args_and_config(["--config", str(config)])

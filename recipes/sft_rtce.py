@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from accelerate import PartialState
 from datasets import Dataset
 from trl import ModelConfig
@@ -106,10 +107,11 @@ class RTCEScriptArguments(DataArguments):
     )
     eval_batch_size: int = field(default=8, metadata={"help": "prompts per generation batch in that evaluation"})
     eval_backend: str = eval_backend_field()
-    max_steps_by_algorithm: dict[str, int] = field(
+    max_steps_by_algorithm: dict[str, int] | str | None = field(
         default_factory=dict,
-        metadata={"help": "optimizer steps of one algorithm's adapter in place of max_steps (YAML: {rle: 64}); the "
-                  "algorithms a 135M model learns slowest get the most of a fixed time budget"},
+        metadata={"help": "optimizer steps of one algorithm's adapter in place of max_steps (YAML: {rle: 64}; command "
+                  "line: --max_steps_by_algorithm '{rle: 64}', '{}' for none); the algorithms a 135M model learns "
+                  "slowest get the most of a fixed time budget"},
     )  # fmt: skip
     eval_checkpoints: bool = field(
         default=False,
@@ -124,7 +126,11 @@ class RTCEScriptArguments(DataArguments):
         if unknown or not self.algorithms:
             raise ValueError(f"algorithms must be a non-empty subset of {sorted(ALGORITHMS)}, got {unknown}")
         checked_evaluations(self.evaluations, ["rtce"])
-        steps = self.max_steps_by_algorithm
+        if isinstance(self.max_steps_by_algorithm, str):  # from the command line (argparse gives text)
+            self.max_steps_by_algorithm = yaml.safe_load(self.max_steps_by_algorithm)
+        steps = self.max_steps_by_algorithm = self.max_steps_by_algorithm or {}
+        if not isinstance(steps, dict):
+            raise ValueError(f"max_steps_by_algorithm is a mapping such as {{rle: 64}}, got {steps!r}")
         if set(steps) - set(self.algorithms) or any(not isinstance(n, int) or n < 1 for n in steps.values()):
             raise ValueError(f"max_steps_by_algorithm maps chosen algorithms to steps >= 1, got {steps}")
         if steps and self.adapters == "shared":

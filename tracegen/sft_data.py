@@ -73,8 +73,8 @@ Rows per algorithm and task:
 {counts}
 
 Filters applied: only translations kept by the faithfulness filter; evaluation items held out ({num_held_out} records
-of {num_eval_ids} eval ids, in the `test` split, never trained on); rows over {max_chars} characters dropped
-({num_too_long} rows, measured {measure}).
+of {num_eval_ids} eval ids, in the `test` split, never trained on); rows over {max_chars} characters
+dropped ({num_too_long} rows, measured {measure}).
 
 {lengths}"""
 

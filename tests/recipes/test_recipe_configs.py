@@ -267,3 +267,9 @@ def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> Non
     assert steps == {"lzw": 20, "ae": 20, "rle": 64, "huffman": 20} and training_args.max_steps == 20
     with pytest.raises(ValueError, match="needs adapters: per_algorithm"):
         parser_for(config).parse_args_and_config(["--config", str(config), "--adapters", "shared"])
+    for text, expected in (("{rle: 3}", {"rle": 3}), ('{"huffman": 5}', {"huffman": 5}), ("{}", {})):
+        script_args, _, _ = parser_for(config).parse_args_and_config(["--config", str(config),
+                                                                      "--max_steps_by_algorithm", text])  # fmt: skip
+        assert script_args.max_steps_by_algorithm == expected  # the command line overrides the YAML mapping
+    with pytest.raises(ValueError, match="is a mapping"):
+        parser_for(config).parse_args_and_config(["--config", str(config), "--max_steps_by_algorithm", "[3]"])

@@ -61,6 +61,8 @@ def lora_rank_for(rank: int) -> int:
 
 
 _LORA_IDS: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+_LOADED_WEIGHTS: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+"""The adapter whose merged weights an engine of merged mode holds now (None: the base model's)."""
 
 
 def lora_id(llm: Any, adapter: str | Path) -> int:
@@ -85,12 +87,32 @@ def shared_prefix_leaders(prompts: Sequence[str]) -> list[str]:
     return leaders + ([leader] if size > 1 else [])
 
 
+def merges_adapters_by_default() -> bool:
+    """Whether an engine serves adapters as merged weights unless told otherwise: on CPU, where vLLM's LoRA layers
+    generated 3-5x slower than the base model (docs/benchmarks.md, "RTCE main job"); LoRA per request on CUDA."""
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+def save_merged_weights(model: str, adapter: str | Path, output_dir: Path) -> Path:
+    """The base model `model` with `adapter` merged into its weights (PEFT `merge_and_unload`, float32), saved as a
+    checkpoint in `output_dir` (what vLLM's `reload_weights` reads)."""
+    from peft import PeftModel
+
+    from kt_train.models import get_model
+
+    merged = PeftModel.from_pretrained(get_model(model, dtype="float32"), str(adapter)).merge_and_unload()
+    merged.save_pretrained(output_dir, safe_serialization=True)
+    return output_dir
+
+
 def engine_defaults(
-    llm_kwargs: dict[str, Any], adapter: str | None, serve_adapters: Sequence[str] = ()
+    llm_kwargs: dict[str, Any], adapter: str | None, serve_adapters: Sequence[str] = (), merge_adapters: bool = False
 ) -> dict[str, Any]:
     """`llm_kwargs` with this machine's defaults filled in (CPU: float32, a fixed KV cache, no chunked prefill, and
     every core for the engine, through the environment its processes inherit, unless set; LoRA: the rank that holds
-    `adapter` and every adapter of `serve_adapters`)."""
+    `adapter` and every adapter of `serve_adapters`, unless they are served as merged weights)."""
     import torch
 
     kwargs = dict(llm_kwargs)
@@ -101,14 +123,15 @@ def engine_defaults(
         if "gpu_memory_utilization" not in kwargs:
             kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
     adapters = [a for a in (adapter, *serve_adapters) if a is not None]
-    if adapters:
+    if adapters and not merge_adapters:
         kwargs.setdefault("enable_lora", True)
         kwargs.setdefault("max_lora_rank", lora_rank_for(max(map(adapter_rank, adapters))))
     return kwargs
 
 
 class VLLMBackend:
-    """Generation with a `vllm.LLM`; an adapter is applied per request (`LoRARequest`), the base weights untouched."""
+    """Generation with a `vllm.LLM`; an adapter is applied per request (`LoRARequest`), the base weights untouched,
+    or, with `merged_from` (the base model), as merged weights the engine reloads in place before it generates."""
 
     def __init__(
         self,
@@ -118,6 +141,7 @@ class VLLMBackend:
         chat_template_kwargs: dict[str, Any] | None = None,
         system_prompt: str | None = None,
         chat_template: str | None = None,
+        merged_from: str | None = None,
     ) -> None:
         self._vllm = import_vllm()
         self.llm = llm
@@ -125,8 +149,12 @@ class VLLMBackend:
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.system_prompt = system_prompt
         self.chat_template = chat_template or adapter_chat_template(adapter)  # None: the model's own
+        self.adapter = adapter
+        self.merged_from = merged_from
         self.lora_request = None
-        if adapter is not None:
+        if merged_from is not None:
+            _LOADED_WEIGHTS.setdefault(llm, None)
+        elif adapter is not None:
             from vllm.lora.request import LoRARequest
 
             self.lora_request = LoRARequest(Path(adapter).name or "adapter", lora_id(llm, adapter), str(adapter))
@@ -141,21 +169,27 @@ class VLLMBackend:
         system_prompt: str | None = None,
         chat_template: str | None = None,
         serve_adapters: Sequence[str] = (),
+        merge_adapters: bool | None = None,
         **llm_kwargs: Any,
     ) -> VLLMBackend:
         """Start an engine for `model` (embedded name, path or hub id); `llm_kwargs` go to `vllm.LLM`. Prompts are
         formatted with `chat_template`, else the adapter's own (the one it was trained with), else the model's.
-        `serve_adapters`: adapters that `with_adapter` will serve on this engine later (LoRA on, their rank)."""
+        `serve_adapters`: adapters that `with_adapter` will serve on this engine later (LoRA on, their rank).
+        `merge_adapters`: serve adapters as merged weights reloaded in place (one engine, no LoRA layers; the same
+        greedy texts up to float rounding) instead of LoRA per request; None: merged on CPU."""
         vllm = import_vllm()
-        kwargs = engine_defaults(llm_kwargs, adapter, serve_adapters)
+        merge = merges_adapters_by_default() if merge_adapters is None else merge_adapters
+        kwargs = engine_defaults(llm_kwargs, adapter, serve_adapters, merge)
         logger.info("starting a vLLM engine for %s (%s)", model, ", ".join(f"{k}={v}" for k, v in kwargs.items()))
         llm = vllm.LLM(model=resolve_model_path(model), **kwargs)
-        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt, chat_template)
+        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt, chat_template,
+                   model if merge else None)  # fmt: skip
 
     def with_adapter(self, adapter: str | None, chat_template: str | None = None) -> VLLMBackend:
         """A backend on this same engine (no second start) that generates with `adapter` (None: the base model) and
-        formats prompts as `load` does; the engine must have LoRA on with a rank that holds the adapter."""
-        if adapter is not None:
+        formats prompts as `load` does; the engine must have LoRA on with a rank that holds the adapter, or serve
+        adapters merged."""
+        if adapter is not None and self.merged_from is None:
             lora = self.llm.llm_engine.vllm_config.lora_config
             if lora is None or adapter_rank(adapter) > lora.max_lora_rank:
                 raise ValueError(
@@ -163,7 +197,23 @@ class VLLMBackend:
                     "with serve_adapters naming it"
                 )
         return VLLMBackend(self.llm, self.apply_chat_template, adapter, self.chat_template_kwargs, self.system_prompt,
-                           chat_template)  # fmt: skip
+                           chat_template, self.merged_from)  # fmt: skip
+
+    def _hold_weights(self) -> None:
+        """Merged mode: reload the engine's weights in place when it holds another model's (this backend's adapter
+        merged into the base, or the base alone), and drop the prefix cache the old weights computed."""
+        if self.merged_from is None or _LOADED_WEIGHTS.get(self.llm) == self.adapter:
+            return
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="kt-merged-") as scratch:
+            path = resolve_model_path(self.merged_from)
+            if self.adapter is not None:
+                logger.info("vLLM engine: reloading weights with %s merged", self.adapter)
+                path = str(save_merged_weights(self.merged_from, self.adapter, Path(scratch)))
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(path)})
+        self.llm.reset_prefix_cache()
+        _LOADED_WEIGHTS[self.llm] = self.adapter
 
     def close(self) -> None:
         """Stop the engine process (it also stops when this process exits)."""
@@ -220,6 +270,7 @@ class VLLMBackend:
         return shape_results(len(prompts), kept, outputs, sampling.stop)
 
     def _generate(self, prompts: list[str], sampling: SamplingConfig) -> list[Any]:
+        self._hold_weights()
         self._warm_prefix_cache(prompts)
         return self._request(prompts, self.sampling_params(sampling))
 

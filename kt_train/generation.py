@@ -349,7 +349,8 @@ def get_backend(name: BackendName, model: str, **kwargs: Any) -> GenerationBacke
 
     `adapter` is a saved PEFT (LoRA) adapter of `model` to generate with. transformers: kwargs `dtype`, `device`,
     `chat_template` go to the loaders, the rest to `TransformersBackend`; the adapter is merged into the weights.
-    vllm: kwargs go to `VLLMBackend.load` (and from there to `vllm.LLM`); the adapter is served with a LoRARequest.
+    vllm: kwargs go to `VLLMBackend.load` (and from there to `vllm.LLM`); the adapter is served merged into the
+    weights on CPU, with a LoRARequest on CUDA.
     An adapter's prompts are formatted with the chat template saved with it (the one it was trained with), unless
     `chat_template` is given.
     openai: kwargs go to `OpenAIBackend`.

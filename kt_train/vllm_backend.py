@@ -93,7 +93,7 @@ def shared_prefix_leaders(prompts: Sequence[str]) -> list[str]:
 
 def merges_adapters_by_default() -> bool:
     """Whether an engine serves adapters as merged weights unless told otherwise: on CPU, where vLLM's LoRA layers
-    generated 3-5x slower than the base model (docs/benchmarks.md, "RTCE main job"); LoRA per request on CUDA."""
+    generated 6x slower than merged weights (docs/rtce_eval.md); LoRA per request on CUDA."""
     import torch
 
     return not torch.cuda.is_available()

@@ -131,8 +131,12 @@ class RTCEScriptArguments(DataArguments):
         steps = self.max_steps_by_algorithm = self.max_steps_by_algorithm or {}
         if not isinstance(steps, dict):
             raise ValueError(f"max_steps_by_algorithm is a mapping such as {{rle: 64}}, got {steps!r}")
-        if set(steps) - set(self.algorithms) or any(not isinstance(n, int) or n < 1 for n in steps.values()):
-            raise ValueError(f"max_steps_by_algorithm maps chosen algorithms to steps >= 1, got {steps}")
+        if set(steps) - set(ALGORITHMS) or any(not isinstance(n, int) or n < 1 for n in steps.values()):
+            raise ValueError(
+                f"max_steps_by_algorithm maps algorithms of {sorted(ALGORITHMS)} to steps >= 1, got {steps}"
+            )
+        # the steps of algorithms not chosen (`--algorithms rle` with the demo config) do not apply
+        steps = self.max_steps_by_algorithm = {name: n for name, n in steps.items() if name in self.algorithms}
         if steps and self.adapters == "shared":
             raise ValueError("max_steps_by_algorithm needs adapters: per_algorithm (a shared adapter has one run)")
         if self.input_lengths is not None and len(self.input_lengths) != 2:

@@ -147,7 +147,8 @@ BAD_VALUES = {  # config -> its one error line (was: a traceback, an error only 
     "output_dir: out\nmax_steps: many\n": "argument --max_steps/--max-steps: invalid int value: 'many'",
     "output_dir: out\nlora_r: eight\n": "invalid int value: 'eight'",
     "output_dir: out\nevaluations: [kt]\n": r"evaluations: kt not available here \(this recipe runs: rtce\)",
-    "output_dir: out\nalgorithms: [rle]\nmax_steps_by_algorithm: {lzw: 8}\n": "max_steps_by_algorithm maps chosen",
+    "output_dir: out\nalgorithms: [rle]\nmax_steps_by_algorithm: {lzx: 8}\n": "max_steps_by_algorithm maps algorithms",
+    "output_dir: out\nmax_steps_by_algorithm: {rle: 0}\n": "max_steps_by_algorithm maps algorithms",
     "output_dir: out\nmodel_name_or_path: /no/such/model\n": "model '/no/such/model': no such folder",
     "output_dir: out\nmodel_name_or_path: nobody/no-model\n": "'nobody/no-model' is not in the local hub cache",
 }
@@ -271,5 +272,7 @@ def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> Non
         script_args, _, _ = parser_for(config).parse_args_and_config(["--config", str(config),
                                                                       "--max_steps_by_algorithm", text])  # fmt: skip
         assert script_args.max_steps_by_algorithm == expected  # the command line overrides the YAML mapping
+    script_args, _, _ = parser_for(config).parse_args_and_config(["--config", str(config), "--algorithms", "lzw"])
+    assert script_args.max_steps_by_algorithm == {}  # RLE's steps do not apply when RLE is not trained
     with pytest.raises(ValueError, match="is a mapping"):
         parser_for(config).parse_args_and_config(["--config", str(config), "--max_steps_by_algorithm", "[3]"])

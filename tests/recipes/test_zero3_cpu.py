@@ -69,7 +69,7 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
         "--save_strategy", "no", "--report_to", "none", "--max_length", "1024", "--gradient_accumulation_steps", "1",
         "--eval_steps", "2", "--eval_backend", "transformers", "--eval_tasks", "output_pred",
         "--eval_max_new_tokens", "48", "--eval_on_start", "false", "--eval_items", "2", "--eval_checkpoints", "false",
-        "--max_steps_by_algorithm", "{}",  # the config's {rle: 64} would outrun max_steps
+        "--max_steps_by_algorithm", "{}",  # the config's RLE steps would outrun max_steps
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -208,8 +209,6 @@ class VLLMBackend:
         merged into the base, or the base alone), and drop the prefix cache the old weights computed."""
         if self.merged_from is None or _LOADED_WEIGHTS.get(self.llm) == self.adapter:
             return
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="kt-merged-") as scratch:
             path = resolve_model_path(self.merged_from)
             if self.adapter is not None:

@@ -2,8 +2,13 @@
 lowest temperature, the mean change with a paired bootstrap CI and a verdict (`learning_table`, `learning_markdown`),
 and the points of held-out EM / ES against training step (`checkpoint_points`).
 
-Input: the scored rows of `eval.rtce.report` (one per model label x temperature x prompt, `em` / `es` lists) and its
-aggregates. Model labels: `base`, an adapter (`lzw`), or a checkpoint of one (`lzw@20`, left out of the table).
+Each comparison also counts the distinct answers each model gave (`base_distinct`, `adapter_distinct`): a model that
+answers the same few strings to every item (AE's float under greedy decoding) still gets ES from its length and digits,
+and the report says so instead of letting such an ES change read as learning.
+
+Input: the scored rows of `eval.rtce.report` (one per model label x temperature x prompt, `em` / `es` lists,
+`predictions` where generated) and its aggregates.
+Model labels: `base`, an adapter (`lzw`), or a checkpoint of one (`lzw@20`, left out of the table).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.metrics import canonical_json
 from eval.rtce.report import (
     ALGORITHM_ORDER,
     FEW_ITEMS,
@@ -44,7 +50,12 @@ LEARNING_COLUMNS = (
     "ci_high",
     "verdict",
     "few_items",
+    "base_distinct",
+    "adapter_distinct",
 )
+FIXED_ANSWER_SHARE = 0.2
+"""A model with at most this many distinct answers per item (at least 1 in all) answers fixed strings, whatever the
+input."""
 
 
 # --- the bootstrap ---------------------------------------------------------------------------------------------------
@@ -111,6 +122,24 @@ def _prompt_values(rows: Iterable[Row], metric: str) -> dict[tuple[str, float], 
     return values
 
 
+def _prompt_answers(rows: Iterable[Row]) -> dict[tuple[str, float], dict[str, str]]:
+    """Per (model, temperature): each prompt's answers (the `predictions` list) as canonical JSON, by prompt id; rows
+    without `predictions` (scored elsewhere) are left out."""
+    answers: dict[tuple[str, float], dict[str, str]] = defaultdict(dict)
+    for row in rows:
+        if "predictions" in row:
+            answers[(row["model"], row["temperature"])][row["id"]] = canonical_json(row["predictions"])
+    return answers
+
+
+def _distinct(answers: Mapping[str, str], prompts: Iterable[str]) -> int | None:
+    """How many different answers over `prompts`; None when any of them has no recorded answer."""
+    chosen = list(prompts)
+    if not chosen or any(p not in answers for p in chosen):
+        return None
+    return len({answers[p] for p in chosen})
+
+
 def _comparison(base: Mapping[str, float], adapter: Mapping[str, float], seed: int) -> dict[str, Any]:
     """The paired figures of two models over the prompts both answered."""
     shared = sorted(base.keys() & adapter.keys())
@@ -152,6 +181,7 @@ def learning_table(rows: Sequence[Row], seed: int, base: str = BASE) -> list[dic
     table = []
     for (algorithm, task), group in groups.items():
         models = sorted({r["model"] for r in group if is_adapter(r["model"], base)})
+        answers = _prompt_answers(group)
         for metric, _ in METRICS:
             values = _prompt_values(group, metric)
             for model in models:
@@ -160,8 +190,13 @@ def learning_table(rows: Sequence[Row], seed: int, base: str = BASE) -> list[dic
                     continue
                 pair = values[(base, temperature)], values[(model, temperature)]
                 figures = _comparison(*pair, entry_seed(seed, model, algorithm, task, metric))
+                shared = pair[0].keys() & pair[1].keys()
+                distinct = {
+                    f"{side}_distinct": _distinct(answers.get((label, temperature), {}), shared)
+                    for side, label in (("base", base), ("adapter", model))
+                }
                 keys = {"model": model, "algorithm": algorithm, "task": task, "metric": metric}
-                table.append(keys | {"temperature": temperature} | figures)
+                table.append(keys | {"temperature": temperature} | figures | distinct)
     return _in_paper_order(table)
 
 
@@ -216,6 +251,32 @@ def verdict_counts(table: Sequence[Mapping[str, Any]]) -> str:
     return line + (f" {few} of them had fewer than {FEW_ITEMS} items." if few else "")
 
 
+def fixed_answers(entry: Mapping[str, Any]) -> list[str]:
+    """The sides (`base`, `adapter`) of a comparison that gave the same few strings to every item: at most
+    `FIXED_ANSWER_SHARE` of its n items (at least 1) distinct answers."""
+    limit = max(1, int(FIXED_ANSWER_SHARE * entry["n"]))
+    return [side for side in ("base", "adapter") if (entry.get(f"{side}_distinct") or limit + 1) <= limit]
+
+
+def fixed_answer_notes(table: Sequence[Mapping[str, Any]]) -> str:
+    """One line per (adapter, algorithm, task) where a side answered fixed strings: its ES then measures how close
+    those strings are to the references, not answers computed from the inputs."""
+    lines = []
+    for entry in table:
+        sides = fixed_answers(entry)
+        if entry["metric"] != "es" or not sides:
+            continue
+        counts = ", ".join(f"{side} {entry[f'{side}_distinct']}" for side in ("base", "adapter"))
+        who = " and ".join(sides)
+        where = f"{algorithm_label(entry['algorithm'])} {task_label(entry['task'])} ({entry['model']})"
+        lines.append(
+            f"- {where}: distinct answers over {entry['n']} items: {counts}. The {who} gave the same few answers "
+            "whatever the input, so ES there scores how alike those strings are to the references, not answers "
+            "computed from the inputs."
+        )
+    return "\n".join(lines)
+
+
 def learning_markdown(table: Sequence[Mapping[str, Any]]) -> str:
     """The section at the top of report.md: one row per comparison from `learning_table`, then the verdict counts.
     An Adapter column appears when an adapter's label is not its algorithm's name."""
@@ -235,7 +296,9 @@ def learning_markdown(table: Sequence[Mapping[str, Any]]) -> str:
     align = ["---"] * text_columns + ["---:"] * 5 + ["---"]
     lines = [header, align, *(_row_cells(e, with_model) for e in table)]
     body = "\n".join(f"| {' | '.join(cells)} |" for cells in lines)
-    return f"{heading}{explanation}{body}\n\n{verdict_counts(table)}\n"
+    notes = fixed_answer_notes(table)
+    notes = f"\nFixed answers:\n\n{notes}\n" if notes else ""
+    return f"{heading}{explanation}{body}\n\n{verdict_counts(table)}\n{notes}"
 
 
 # --- held-out figures against training step --------------------------------------------------------------------------
@@ -286,6 +349,8 @@ __all__ = [
     "VERDICTS",
     "checkpoint_points",
     "entry_seed",
+    "fixed_answer_notes",
+    "fixed_answers",
     "is_adapter",
     "learning_markdown",
     "learning_table",

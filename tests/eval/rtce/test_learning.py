@@ -14,6 +14,7 @@ import pytest
 from eval.rtce.learning import (
     checkpoint_points,
     entry_seed,
+    fixed_answers,
     learning_markdown,
     learning_table,
     paired_bootstrap_ci,
@@ -210,6 +211,31 @@ def test_learning_markdown_reads_at_a_glance() -> None:
     assert "| Algorithm | Adapter | Task |" in learning_markdown(other) and "| LZW | lzw-v2 | O/P Pred |" in (
         learning_markdown(other)
     )
+
+
+def test_fixed_answers_are_counted_and_named_under_the_table() -> None:
+    """AE's O/P case: the base answers one long float to every item, the adapter one short float; ES differs (the
+    strings differ in likeness to the references) but neither computed anything, and the report says so."""
+    rows = []
+    for i in range(40):
+        base, adapter = _row(i, "base", [False], [0.3], algorithm="ae"), _row(i, "ae", [False], [0.25], algorithm="ae")
+        base["predictions"], adapter["predictions"] = [0.053111574075784096], [0.9202237 + i % 8 * 1e-8]
+        rows += [base, adapter]
+    rows += [_row(i, "base", [False], algorithm="ae", task="input_pred") for i in range(40)]  # no predictions kept
+    rows += [_row(i, "ae", [True], algorithm="ae", task="input_pred") for i in range(40)]
+    table = learning_table(rows, seed=0)
+    es = next(e for e in table if e["metric"] == "es" and e["task"] == "output_pred")
+    assert (es["base_distinct"], es["adapter_distinct"]) == (1, 8)  # 8 of 40: at the 1-in-5 limit
+    assert fixed_answers(es) == ["base", "adapter"]
+    unknown = next(e for e in table if e["metric"] == "es" and e["task"] == "input_pred")
+    assert (unknown["base_distinct"], unknown["adapter_distinct"]) == (None, None) and fixed_answers(unknown) == []
+    text = learning_markdown(table)
+    assert "Fixed answers:" in text
+    (note,) = [line for line in text.splitlines() if line.startswith("- ")]
+    assert note.startswith("- AE O/P Pred (ae): distinct answers over 40 items: base 1, adapter 8.")
+    assert "base and adapter gave the same few answers whatever the input" in note
+    varied = [dict(r, predictions=[i % 9 if r["model"] == "ae" else i]) for i, r in enumerate(rows[:80])]
+    assert "Fixed answers" not in learning_markdown(learning_table(varied, seed=0))
 
 
 # --- report.md and held-out figures against training step ------------------------------------------------------------

@@ -33,12 +33,60 @@ from dsl.program import Program
 
 MAX_INTERVAL = 8  # official `max_range`: interval / jump / repeat-count parameters
 MAX_REPETITIONS = 20  # official `max_length`: repeat_num's count
+NUMBER_RANGE = 256  # official `number_range`: values are bytes
+
+# The integer arguments that become values of a sequence (positions; set_list's list items too), priced
+# log2(number_range) bits each, and range_func_interval's interval (position 2), priced log2(MAX_INTERVAL). Counts,
+# jumps, indices and max_n/min_n's n only repeat or select elements: what they can say is bounded by the length.
+_VALUE_ARGS = {
+    "range_func_up": (0, 1),
+    "range_func_interval": (0, 1),
+    "repeat_num": (1,),
+    "substitute": (1, 2),
+    "add_item_list": (1,),
+    "subtract_item_list": (1,),
+    "modulo_item_list": (1,),
+}
+_INTERVAL_ARG = ("range_func_interval", 2)
+
+
+def _short_int(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+
+
+def unencodable_literal(program: Program | str, number_range: int = NUMBER_RANGE) -> str | None:
+    """Why the uniform prior cannot encode `program`'s integers at the price `program_bits` charges, or None.
+
+    A value literal (one that becomes an element of a sequence: list items, range bounds, repeat_num's value,
+    substitute's pair, the item-list constants) is priced log2(number_range) bits and must lie in 0..number_range (the
+    top value included: the official sampler writes `range_func_interval`'s exclusive end up to max_value + 1, and
+    keeps its 8 bits); `range_func_interval`'s interval, priced log2(MAX_INTERVAL) bits, in 1..MAX_INTERVAL. Counts,
+    jumps and indices are not held to their price (the official sampler writes indices past 256 after repeat_list):
+    they repeat or select elements, so they carry no more than the output's length does. Without this, one 53-bit
+    template with a Chinese-remainder literal of thousands of digits "compresses" any sequence (issue 36); the
+    official code has no such check because its sampler never writes such literals."""
+    if isinstance(program, str):
+        program = parse_program(program)
+    for i, line in enumerate(program.lines):
+        where = f"line {program.lineno(i)}: {line.func}"
+        if line.func == "set_list":
+            outside = [v for v in line.args[0] if not 0 <= v <= number_range]  # type: ignore[union-attr]
+            if outside:
+                return f"{where} list item {_short_int(outside[0])} is outside 0..{number_range}"
+        bounds = [(p, 0, number_range) for p in _VALUE_ARGS.get(line.func, ())]
+        bounds += [(_INTERVAL_ARG[1], 1, MAX_INTERVAL)] if line.func == _INTERVAL_ARG[0] else []
+        for position, low, high in bounds:
+            value = line.args[position]
+            if not low <= value <= high:  # type: ignore[operator]
+                return f"{where} argument {position + 1} = {_short_int(value)} is outside {low}..{high}"
+    return None
 
 
 def program_bits(
     program: Program | str,
     num_functions: int = NUM_FUNCTIONS,
-    number_range: int = 256,
+    number_range: int = NUMBER_RANGE,
 ) -> float:
     """Bits to encode `program` under the uniform prior over functions and parameters."""
     if isinstance(program, str):

@@ -17,6 +17,11 @@ class DSLError(ValueError):
         super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
 
 
+class DSLResourceError(DSLError):
+    """A program that would run past the interpreter's limits (`dsl.interpreter.RunLimits`): too many elements, too
+    large integers or too much work. Not a wrong program: one too costly to run."""
+
+
 class Line(NamedTuple):
     """One assignment `target = func(args)`."""
 

@@ -33,12 +33,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def json_line(record: Mapping[str, Any]) -> str:
+    """One JSONL line: UTF-8 text as is, or ASCII escapes where the record holds text UTF-8 cannot encode (a lone
+    surrogate such as "\\udcff" in a model's completion), which read back to the same string."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record)
+    return line + "\n"
+
+
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Replace `path` atomically by `records`, one JSON object a line."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.write(json_line(record))
     os.replace(tmp, path)
 
 
@@ -89,7 +100,7 @@ def run_resumable(
                 batch = todo[start : start + batch_size]
                 for record in process(batch):
                     done[record["id"]] = record
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    handle.write(json_line(record))
                     reason = failure(record) if failure is not None else None
                     if reason is not None:
                         attempts[record["id"]] += 1
@@ -129,4 +140,4 @@ def count_failures(path: Path) -> Counter[str]:
     return Counter(record["id"] for record in read_jsonl(failures_path(path)))
 
 
-__all__ = ["count_failures", "failures_path", "merge_jsonl", "read_jsonl", "run_resumable", "write_jsonl"]
+__all__ = ["count_failures", "failures_path", "json_line", "merge_jsonl", "read_jsonl", "run_resumable", "write_jsonl"]

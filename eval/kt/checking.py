@@ -1,6 +1,8 @@
 """Run candidate programs and record what each produced: a verdict from a closed set, never a crash of the run.
 
-DSL programs (SeqCoder output) are parsed and run by the DSL interpreter, which has no `exec` and bounded sizes.
+DSL programs (SeqCoder output) are parsed and run by the DSL interpreter, which has no `exec` and bounded cost
+(`dsl.interpreter.RunLimits`: past a limit the verdict is `resource`); with `uniform_prior_range` set (the uniform
+prior prices the programs) a program whose literals that prior cannot encode is `unencodable`, never `correct`.
 Python programs (prompted models) run in `kt_train.sandbox` (private filesystem view, own uid, no network, 5 s wall
 clock each), one process per candidate (`eval.kt.python_runner`), and must assign `output` a list of ints; only the
 head of `output` (the sequence's length plus a margin) comes back.
@@ -14,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dsl.interpreter import run_program
+from dsl.bits import unencodable_literal
+from dsl.interpreter import RunLimits, run_program
 from dsl.parser import parse_program
-from dsl.program import DSLError
+from dsl.program import DSLError, DSLResourceError
 from eval.kt.python_runner import PythonRunner
 
 Mode = Literal["dsl", "python"]
@@ -35,7 +38,9 @@ class Verdict(enum.StrEnum):
     MEMORY = "memory"
     KILLED = "killed"
     NO_OUTPUT = "no_output"  # ran, but never assigned `output`
-    BAD_OUTPUT = "bad_output"  # `output` is not a list of ints
+    BAD_OUTPUT = "bad_output"  # `output` is not a list of ints (or a Python candidate forged its report)
+    RESOURCE = "resource"  # a DSL program past the interpreter's limits (elements, integer size, work)
+    UNENCODABLE = "unencodable"  # a DSL literal outside what the uniform prior's price can encode
 
 
 EXECUTABLE = frozenset({Verdict.CORRECT, Verdict.WRONG_OUTPUT})
@@ -49,7 +54,20 @@ class CheckConfig:
     memory_mb: int = field(default=512, metadata={"help": "address space a Python program may map (MiB)"})
     workers: int | None = field(default=None, metadata={"help": "sandbox processes (None: one per CPU core)"})
     max_dsl_elements: int = field(
-        default=100_000, metadata={"help": "largest list a DSL line may build; larger programs are runtime errors"}
+        default=100_000, metadata={"help": "largest list a DSL line may build; larger programs get `resource`"}
+    )
+    max_dsl_total_elements: int = field(
+        default=RunLimits.max_total_elements, metadata={"help": "elements of all a DSL program's lines together"}
+    )
+    max_dsl_int_bits: int = field(
+        default=RunLimits.max_int_bits, metadata={"help": "bits of any integer a DSL program writes or computes"}
+    )
+    max_dsl_work: int = field(
+        default=RunLimits.max_work, metadata={"help": "elements a DSL program may read and write over all its lines"}
+    )
+    uniform_prior_range: int | None = field(
+        default=None,
+        metadata={"help": "number_range of the uniform prior that prices DSL programs (None: gzip prior, no check)"},
     )
     output_margin: int = field(
         default=1, metadata={"help": "elements kept beyond the sequence's length (a longer output is still wrong)"}
@@ -95,14 +113,23 @@ def check_dsl(code: str | None, sequence: Sequence[int], config: CheckConfig, mo
         program = parse_program(code, partial=True)
     except DSLError as exc:
         return CheckResult(Verdict.SYNTAX_ERROR, error=_short(exc))
+    limits = RunLimits(
+        config.max_dsl_elements, config.max_dsl_total_elements, config.max_dsl_int_bits, config.max_dsl_work
+    )
     try:
-        output = run_program(program, max_length=config.max_dsl_elements)
+        output = run_program(program, limits=limits)
+    except DSLResourceError as exc:
+        return CheckResult(Verdict.RESOURCE, error=_short(exc))
     except DSLError as exc:
         return CheckResult(Verdict.RUNTIME_ERROR, error=_short(exc))
     try:
         parse_program(code)  # the lines run: the program must still end with its output line
     except DSLError as exc:
         return CheckResult(Verdict.SYNTAX_ERROR, error=_short(exc))
+    if config.uniform_prior_range is not None:
+        problem = unencodable_literal(program, config.uniform_prior_range)
+        if problem is not None:
+            return CheckResult(Verdict.UNENCODABLE, error=_short(problem))
     return judge(output[: len(sequence) + config.output_margin], len(output), sequence, modulus)
 
 

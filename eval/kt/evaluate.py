@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsl.bits import NUMBER_RANGE
 from dsl.feedback import FEEDBACK_MAX_VALUES
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
@@ -114,6 +115,12 @@ class KTEvalConfig(BackendOptions):
     def prior(self) -> ProgramPrior:
         return self.program_prior or ("uniform" if self.mode == "dsl" else "gzip")
 
+    def check_config(self) -> CheckConfig:
+        """The checker's limits; under the uniform prior, literals it cannot encode are `unencodable`."""
+        return CheckConfig(
+            timeout_s=self.timeout_s, uniform_prior_range=NUMBER_RANGE if self.prior == "uniform" else None
+        )
+
     def sampling(self) -> SamplingConfig:
         stop = ["###"] if self.mode == "python" else None
         return SamplingConfig(
@@ -202,7 +209,7 @@ def score_items(
             flat.append((index, text, extract_code(text)))
     programs, sequences = [p for _, _, p in flat], [items[i].sequence for i, _, _ in flat]
     if checker is None:
-        with CandidateChecker(config.mode, CheckConfig(timeout_s=config.timeout_s), modulus) as own:
+        with CandidateChecker(config.mode, config.check_config(), modulus) as own:
             checks = own.check(programs, sequences, progress)
     else:
         checks = checker.check(programs, sequences, False)
@@ -248,7 +255,7 @@ def score_all(
 ) -> list[dict[str, Any]]:
     """The scored rows of every item (of this shard) in `items.jsonl` (resumable, timed-out items checked again)."""
     modulus = NATURAL_MODULUS if dataset.natural else None
-    with CandidateChecker(config.mode, CheckConfig(timeout_s=config.timeout_s), modulus) as checker:
+    with CandidateChecker(config.mode, config.check_config(), modulus) as checker:
 
         def process(batch: Sequence[KTItem]) -> list[dict[str, Any]]:
             return score_items(dataset, completions, config, items=batch, checker=checker)

@@ -42,15 +42,33 @@ def kt_check(code, keep, type=type, list=list, int=int, len=len, exec=exec, comp
 """
 
 
-def _status(result: SandboxResult) -> dict[str, Any]:
+def _is_int(value: Any) -> bool:
+    return type(value) is int  # JSON true / false arrive as bool: not what `kt_check` sends
+
+
+def reported_status(value: Any, keep: int) -> dict[str, Any]:
+    """The status a candidate's result channel holds, checked against what `kt_check` can send: the candidate runs in
+    that process and may write its own bytes there (fd 3) and exit, so anything else (an `ok` without a list of ints
+    or with the wrong head for its length, unknown keys or statuses) is that candidate's `bad_output`."""
+    if value is None:  # sys.exit(0) before the check could report
+        return {"status": "exited"}
+    kind = value.get("status") if isinstance(value, dict) else None
+    if kind == "no_output" and value.keys() == {"status"}:
+        return {"status": "no_output"}
+    if kind == "bad_output" and value.keys() == {"status", "error"} and isinstance(value["error"], str):
+        return {"status": "bad_output", "error": value["error"]}
+    if kind == "ok" and value.keys() == {"status", "output", "length"}:
+        output, length = value["output"], value["length"]
+        well_formed = isinstance(output, list) and all(map(_is_int, output)) and _is_int(length)
+        if well_formed and length >= 0 and len(output) == min(keep, length):
+            return {"status": "ok", "output": output, "length": length}
+    return {"status": "bad_output", "error": "the result channel holds a malformed report: " + repr(value)[:80]}
+
+
+def _status(result: SandboxResult, keep: int) -> dict[str, Any]:
     """A candidate's sandbox result as a checking status."""
     if result.verdict == SandboxVerdict.OK:
-        value = result.return_value
-        if value is None:  # sys.exit(0) before the check could report
-            return {"status": "exited"}
-        if isinstance(value, dict) and value.get("status") in {"ok", "no_output", "bad_output"}:
-            return value
-        return {"status": "killed", "message": "the checking code did not report"}
+        return reported_status(result.return_value, keep)
     if result.verdict == SandboxVerdict.ERROR:
         return {"status": "error", "type": result.error_type, "message": result.error_message}
     return {"status": str(result.verdict), "message": result.error_message}
@@ -74,7 +92,7 @@ class PythonRunner:
                 self._pool = SandboxPool(workers=self.workers, config=self.config, prelude=CHECK_SOURCE)
             jobs = [SandboxJob("", "kt_check", [codes[i], keeps[i]]) for i in to_run]
             for i, result in zip(to_run, self._pool.map(jobs, progress=progress), strict=True):
-                statuses[i] = _status(result)
+                statuses[i] = _status(result, keeps[i])
         return [status for status in statuses if status is not None]
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ import atexit
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from dsl.bits import NUMBER_RANGE
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
 from eval.kt.scoring import ProgramPrior, encoded_program_bits
@@ -75,7 +76,8 @@ class KTCompressionReward(Reward):
             raise ValueError(f"symbol_bits must be >= 1, got {symbol_bits}")
         self.mode, self.prior, self.symbol_bits = mode, prior, int(symbol_bits)
         self.shaping, self.correct_bonus = shaping, float(correct_bonus)
-        config = CheckConfig(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers)
+        uniform_range = NUMBER_RANGE if prior == "uniform" else None  # literals it cannot encode: `unencodable`
+        config = CheckConfig(timeout_s, memory_mb, workers, uniform_prior_range=uniform_range)
         self.checker = CandidateChecker(mode, config)
         if mode == "python":
             atexit.register(self.close)

@@ -109,6 +109,9 @@ HOSTILE = {
     "system exit": "import sys\nsys.exit(0)",
     "output too long": "output = list(range(10**6))",
     "not a list": "output = 'abc'",
+    # the candidate writes its own report on the result channel (fd 3) and leaves before the checker can
+    "forged null report": 'import os\nos.write(3, b\'{"status": "ok", "output": null, "length": 1}\')\nos._exit(0)',
+    "forged length": 'import os\nos.write(3, b\'{"status": "ok", "output": [1], "length": "many"}\')\nos._exit(0)',
 }
 
 
@@ -135,5 +138,6 @@ def test_python_mode_hostile_programs_fail_in_bounded_time_and_spare_the_others(
     assert hostile["huge allocation"][1] == "memory"
     assert hostile["exit"][1] in {"killed", "no_output"} and hostile["system exit"][1] == "no_output"
     assert hostile["output too long"][1] == "wrong_output" and hostile["not a list"][1] == "bad_output"
+    assert hostile["forged null report"][1] == hostile["forged length"][1] == "bad_output"
     assert hostile["fork bomb-lite"][1] in {"timeout", "killed", "runtime_error"}  # fork fails past 64 processes
     assert hostile["fork and spin"][1] in {"timeout", "killed"}

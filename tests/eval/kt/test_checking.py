@@ -67,7 +67,7 @@ def test_dsl_verdicts() -> None:
     assert check_dsl("print('hi')", SEQ, config, None).verdict == Verdict.SYNTAX_ERROR
     assert check_dsl("s = concatenate(s, s)\noutput = s", SEQ, config, None).verdict == Verdict.SYNTAX_ERROR
     bomb = check_dsl("s = repeat_num(100000000, 1)\noutput = s", SEQ, config, None)
-    assert bomb.verdict == Verdict.RUNTIME_ERROR and "limit 1000" in (bomb.error or "")
+    assert bomb.verdict == Verdict.RESOURCE and "limit 1000" in (bomb.error or "")
     assert check_dsl(None, SEQ, config, None).verdict == Verdict.NO_CODE
 
 
@@ -75,6 +75,11 @@ def test_natural_data_compares_mod_256() -> None:
     assert judge([257, 2], 2, (1, 2), 256).verdict == Verdict.CORRECT
     assert judge([257, 2], 2, (1, 2), None).verdict == Verdict.WRONG_OUTPUT
     assert judge([1, 2], 3, (1, 2), None).verdict == Verdict.WRONG_OUTPUT  # the full output was longer
+
+
+def _forged(report: str) -> str:
+    """A candidate that writes `report` on the result channel and exits before the checking code reports."""
+    return f"import os\nos.write(3, {report.encode()!r})\nos._exit(0)"
 
 
 HOSTILE = {
@@ -101,6 +106,17 @@ HOSTILE = {
         "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass",
         Verdict.TIMEOUT,
     ),
+    # reports the candidate writes on the result channel (fd 3) itself before leaving: malformed is bad_output
+    "forged null output": (_forged('{"status": "ok", "output": null, "length": 1}'), Verdict.BAD_OUTPUT),
+    "forged string length": (_forged('{"status": "ok", "output": [1], "length": "many"}'), Verdict.BAD_OUTPUT),
+    "forged bools": (_forged('{"status": "ok", "output": [true, 2, 3, 4], "length": 4}'), Verdict.BAD_OUTPUT),
+    "forged short head": (_forged('{"status": "ok", "output": [1, 2], "length": 4}'), Verdict.BAD_OUTPUT),
+    "forged extra key": (
+        _forged('{"status": "ok", "output": [1], "length": 1, "verdict": "correct"}'),
+        Verdict.BAD_OUTPUT,
+    ),
+    "forged status": (_forged('{"status": "correct"}'), Verdict.BAD_OUTPUT),
+    "forged list": (_forged("[1, 2, 3, 4]"), Verdict.BAD_OUTPUT),
     "correct": ("output = list(range(1, 5))", Verdict.CORRECT),
     "correct with helper": (
         "def f(n):\n    return list(range(1, n + 1))\noutput = f(4)\nprint('done')",

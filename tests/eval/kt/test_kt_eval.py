@@ -88,6 +88,22 @@ def test_python_predictions_with_bad_completions(synthetic: Path, tmp_path: Path
     assert items[rows[0]["id"]]["verdict"] == "no_code"  # prose without code is a recorded verdict
 
 
+def test_a_lone_surrogate_in_a_completion_is_scored_not_fatal(synthetic: Path, tmp_path: Path) -> None:
+    """A model's text may hold a lone surrogate (undecodable bytes): that sample gets its verdict, the records are
+    written (JSON escapes) and read back with the same text, and the run goes on."""
+    rows = _rows(synthetic)[:3]
+    texts = [rows[0]["program"], "\udcff", "sequence_1 = \udcff"]
+    path = _write(
+        tmp_path / "p.jsonl", [{"id": r["id"], "completions": [t]} for r, t in zip(rows, texts, strict=True)]
+    )
+    out = tmp_path / "eval"
+    argv = ["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(path), "--limit", "3"]
+    assert main([*argv, "--output", str(out)]) == 0
+    items = [json.loads(line) for line in (out / ITEMS_FILE).read_text(encoding="utf-8").splitlines()]
+    assert [i["verdict"] for i in items] == ["correct", "no_code", "syntax_error"]
+    assert main([*argv, "--output", str(out)]) == 0  # the rerun resumes from those records
+
+
 def test_natural_text_set_compares_mod_256(tmp_path: Path) -> None:
     text = tmp_path / "text.txt"
     text.write_text("abcabcabc", encoding="utf-8")

@@ -68,7 +68,7 @@ def sandbox():
 
 
 def _in_sandbox(pool: SandboxPool, code: str) -> dict:
-    return _status(pool.run(SandboxJob("", "kt_check", [code, KEEP])))
+    return _status(pool.run(SandboxJob("", "kt_check", [code, KEEP])), KEEP)
 
 
 @pytest.mark.parametrize("code", IN_SUBSET.values(), ids=IN_SUBSET.keys())

@@ -40,7 +40,7 @@ COMPLETIONS = "completions"
 ITEMS = "items"
 COMPLETIONS_FILE = f"{COMPLETIONS}.jsonl"
 ITEMS_FILE = f"{ITEMS}.jsonl"
-VERSION = 2
+VERSION = 3  # 3: DSL run limits (`resource`), `unencodable` literals, forged runner reports are `bad_output`
 """The code version of the evaluation's output (part of its settings): raised when rows change meaning."""
 NATURAL_MODULUS = 256
 

@@ -81,7 +81,7 @@ def test_wrong_and_malformed_completions_fail_without_raising() -> None:
     got = verdicts(KTCompressionReward(failure_reward=-0.25), completions, [SEQUENCE] * len(completions))
     assert [v for _, v in got] == [
         "wrong_output", "no_completion", "no_completion", "no_code", "syntax_error", "syntax_error",
-        "syntax_error", "runtime_error", "no_completion", "no_completion", "correct",
+        "syntax_error", "resource", "no_completion", "no_completion", "correct",
     ]  # fmt: skip
     assert [r for r, _ in got][:-1] == [-0.25] * (len(completions) - 1)
     assert got[-1][0] > 0.9

@@ -232,10 +232,10 @@ def test_fixed_answers_are_counted_and_named_under_the_table() -> None:
     text = learning_markdown(table)
     assert "Fixed answers:" in text
     (note,) = [line for line in text.splitlines() if line.startswith("- ")]
-    assert note.startswith("- AE O/P Pred (ae): distinct answers over 40 items: base 1, adapter 8.")
-    assert "base and adapter gave the same few answers whatever the input" in note
-    varied = [dict(r, predictions=[i % 9 if r["model"] == "ae" else i]) for i, r in enumerate(rows[:80])]
-    assert "Fixed answers" not in learning_markdown(learning_table(varied, seed=0))
+    assert note.startswith("- AE O/P Pred (ae): 8 distinct answers over 40 items (base 1): the adapter gives the same")
+    assert "compares fixed strings with the references" in note
+    varied = [dict(r, predictions=[i % 9 if r["model"] == "ae" else 0]) for i, r in enumerate(rows[:80])]
+    assert "Fixed answers" not in learning_markdown(learning_table(varied, seed=0))  # a fixed base is not noted
 
 
 # --- report.md and held-out figures against training step ------------------------------------------------------------

@@ -17,6 +17,7 @@ from eval.kt.natural import build_natural_dataset
 from eval.kt.report import PLOT_FILE, PREFIX_PLOT_FILE, REPORT_FILE, SUMMARY_FILE
 from eval.kt.scoring import joined_gzip_bits, sequence_gzip_bits
 from kt_train.cli import main
+from tests.kt_templates import crt_template
 from tests.wandb_records import run_records
 
 
@@ -102,6 +103,25 @@ def test_a_lone_surrogate_in_a_completion_is_scored_not_fatal(synthetic: Path, t
     items = [json.loads(line) for line in (out / ITEMS_FILE).read_text(encoding="utf-8").splitlines()]
     assert [i["verdict"] for i in items] == ["correct", "no_code", "syntax_error"]
     assert main([*argv, "--output", str(out)]) == 0  # the rerun resumes from those records
+
+
+def test_the_crt_template_scores_nothing_where_gold_programs_score(synthetic: Path, tmp_path: Path) -> None:
+    """Issue 36: one 4-line Chinese-remainder template per item printed its sequence and "compressed" it better than
+    the gold program; under the uniform prior it is now `unencodable` or `resource`, never correct. (Sequences of up
+    to 60 values: longer ones need a literal past Python's 4,300 digits, which the parser refuses anyway.)"""
+    rows = [r for r in _rows(synthetic) if len(r["sequence"]) <= 60]
+    assert len(rows) >= 5
+    path = _write(
+        tmp_path / "crt.jsonl", [{"id": r["id"], "completions": [crt_template(r["sequence"])]} for r in rows]
+    )
+    out = tmp_path / "out"
+    run_kt_eval(
+        KTEvalConfig(dataset=str(synthetic), output=str(out), mode="dsl", predictions=str(path)), progress=False
+    )
+    items = {i["id"]: i for i in map(json.loads, (out / ITEMS_FILE).read_text().splitlines())}
+    for row in rows:
+        assert items[row["id"]]["verdict"] in {"unencodable", "resource"}, items[row["id"]]
+        assert not items[row["id"]]["correct"]
 
 
 def test_natural_text_set_compares_mod_256(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ class Scored:
 
     reward: float | None
     verdict: str
+    hack: bool = False  # the verdict shows gaming (a reward with `reports_hacks` logs their share as `hack_rate`)
 
 
 SKIPPED = Scored(None, NOT_APPLICABLE)
@@ -78,6 +79,7 @@ class Reward:
 
     name: ClassVar[str] = "reward"
     required_columns: ClassVar[tuple[str, ...]] = ()
+    reports_hacks: ClassVar[bool] = False  # log `<name>/hack_rate`, the share of scored completions with `hack`
 
     def __init__(self, failure_reward: float = 0.0) -> None:
         self.failure_reward = float(failure_reward)
@@ -90,9 +92,9 @@ class Reward:
         """One `Scored` per text; `columns` holds the dataset's columns, one value per text."""
         raise NotImplementedError
 
-    def failed(self, verdict: str) -> Scored:
-        """The score of a completion that could not be scored."""
-        return Scored(self.failure_reward, verdict)
+    def failed(self, verdict: str, hack: bool = False) -> Scored:
+        """The score of a completion that could not be scored (`hack`: because it tried to game the reward)."""
+        return Scored(self.failure_reward, verdict, hack)
 
     def close(self) -> None:
         """Release what the reward holds (processes, models); it starts them again when called after."""
@@ -119,10 +121,12 @@ class Reward:
             logger.warning("%s: scoring failed (%s: %s); %d completions get %s", self.name, type(exc).__name__,
                            exc, len(texts), self.failure_reward)  # fmt: skip
             scored = [self.failed(REWARD_ERROR)] * len(texts)
-        applicable = [s.verdict for s in scored if s.verdict != NOT_APPLICABLE]
+        applicable = [s for s in scored if s.verdict != NOT_APPLICABLE]
         if log_metric is not None and applicable:
-            for verdict, count in sorted(Counter(applicable).items()):
+            for verdict, count in sorted(Counter(s.verdict for s in applicable).items()):
                 log_metric(f"{self.name}/{verdict}", count / len(applicable))
+            if self.reports_hacks:
+                log_metric(f"{self.name}/hack_rate", sum(s.hack for s in applicable) / len(applicable))
         if log_extra is not None:
             log_extra(f"{self.name}_verdict", [s.verdict for s in scored])
         return [s.reward for s in scored]

@@ -20,7 +20,7 @@ from dsl.bits import unencodable_literal
 from dsl.interpreter import RunLimits, run_program
 from dsl.parser import parse_program
 from dsl.program import DSLError, DSLResourceError
-from eval.kt.python_runner import PythonRunner
+from eval.kt.python_runner import FORGED_REPORT, PythonRunner
 
 Mode = Literal["dsl", "python"]
 
@@ -86,6 +86,13 @@ class CheckResult:
     @property
     def executable(self) -> bool:
         return self.verdict in EXECUTABLE
+
+    @property
+    def gaming(self) -> bool:
+        """The candidate tried to game the score: a DSL program past the run limits or priced below what it says,
+        or a Python candidate that forged its report (a `bad_output` of its own)."""
+        forged = self.verdict == Verdict.BAD_OUTPUT and (self.error or "").startswith(FORGED_REPORT)
+        return self.verdict in (Verdict.RESOURCE, Verdict.UNENCODABLE) or forged
 
 
 _SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})

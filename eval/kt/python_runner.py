@@ -42,6 +42,9 @@ def kt_check(code, keep, type=type, list=list, int=int, len=len, exec=exec, comp
 """
 
 
+FORGED_REPORT = "the result channel holds a report the checking code cannot write"
+
+
 def _is_int(value: Any) -> bool:
     return type(value) is int  # JSON true / false arrive as bool: not what `kt_check` sends
 
@@ -62,7 +65,7 @@ def reported_status(value: Any, keep: int) -> dict[str, Any]:
         well_formed = isinstance(output, list) and all(map(_is_int, output)) and _is_int(length)
         if well_formed and length >= 0 and len(output) == min(keep, length):
             return {"status": "ok", "output": output, "length": length}
-    return {"status": "bad_output", "error": "the result channel holds a malformed report: " + repr(value)[:80]}
+    return {"status": "bad_output", "error": f"{FORGED_REPORT}: {repr(value)[:80]}"}
 
 
 def _status(result: SandboxResult, keep: int) -> dict[str, Any]:

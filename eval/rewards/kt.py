@@ -47,6 +47,7 @@ class KTCompressionReward(Reward):
 
     name = "kt_compression_reward"
     required_columns = ("sequence",)
+    reports_hacks = True  # `kt_compression_reward/hack_rate`: resource, unencodable and forged reports
 
     def __init__(
         self,
@@ -103,7 +104,7 @@ class KTCompressionReward(Reward):
                 scored.append(self.failed("no_sequence"))
                 continue
             if check.verdict != Verdict.CORRECT:
-                scored.append(self.failed(str(check.verdict)))
+                scored.append(self.failed(str(check.verdict), check.gaming))
                 continue
             bits = encoded_program_bits(program, self.prior)  # a correct program is parseable: it has a length
             compression_rate = (1 + bits) / (self.symbol_bits * len(sequence))

@@ -141,6 +141,8 @@ def test_hostile_python_completions_get_verdicts_and_the_batch_goes_on() -> None
     assert got["huge output"].output_length == 10**6 - 1 and len(got["huge output"].output or []) == 5
     assert got["syntax error"].error and "SyntaxError" in got["syntax error"].error
     assert again[0].verdict == Verdict.CORRECT
+    forged = {name for name in names if name.startswith("forged")}
+    assert {name for name in names if got[name].gaming} == forged  # an honest `bad_output` is not gaming
 
 
 PATCHERS = [

@@ -38,13 +38,21 @@ def test_the_crt_template_earns_no_reward_and_the_gold_program_does() -> None:
     gold = f"sequence_1 = set_list({sequence})\noutput = sequence_1"
     reward = KTCompressionReward(mode="dsl")
     seen: dict[str, list[str]] = {}
+    metrics: dict[str, float] = {}
     rewards = reward(
-        completions=[gold, crt_template(sequence), crt_template(sequence[:2])],
-        sequence=[sequence, sequence, sequence[:2]],
+        completions=[
+            gold,
+            crt_template(sequence),
+            crt_template(sequence[:2]),
+            "sequence_1 = set_list([1])\noutput = x",
+        ],
+        sequence=[sequence, sequence, sequence[:2], sequence],
         log_extra=seen.__setitem__,
+        log_metric=metrics.__setitem__,
     )
-    assert rewards[0] > 0 and rewards[1:] == [0.0, 0.0]
-    assert seen["kt_compression_reward_verdict"] == ["correct", "resource", "unencodable"]
+    assert rewards[0] > 0 and rewards[1:] == [0.0, 0.0, 0.0]
+    assert seen["kt_compression_reward_verdict"] == ["correct", "resource", "unencodable", "syntax_error"]
+    assert metrics["kt_compression_reward/hack_rate"] == 0.5  # resource and unencodable, not the syntax error
 
 
 @pytest.mark.parametrize(

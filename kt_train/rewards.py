@@ -56,6 +56,7 @@ class Scored:
     reward: float | None
     verdict: str
     hack: bool = False  # the verdict shows gaming (a reward with `reports_hacks` logs their share as `hack_rate`)
+    metrics: tuple[tuple[str, float], ...] = ()  # the task's own measures of this completion, logged as batch means
 
 
 SKIPPED = Scored(None, NOT_APPLICABLE)
@@ -127,6 +128,12 @@ class Reward:
                 log_metric(f"{self.name}/{verdict}", count / len(applicable))
             if self.reports_hacks:
                 log_metric(f"{self.name}/hack_rate", sum(s.hack for s in applicable) / len(applicable))
+            measured: dict[str, list[float]] = {}
+            for s in applicable:
+                for key, value in s.metrics:
+                    measured.setdefault(key, []).append(value)
+            for key, values in sorted(measured.items()):
+                log_metric(f"{self.name}/{key}", sum(values) / len(values))
         if log_extra is not None:
             log_extra(f"{self.name}_verdict", [s.verdict for s in scored])
         return [s.reward for s in scored]

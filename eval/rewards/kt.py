@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from dsl.bits import NUMBER_RANGE
@@ -48,6 +49,7 @@ class KTCompressionReward(Reward):
     name = "kt_compression_reward"
     required_columns = ("sequence",)
     reports_hacks = True  # `kt_compression_reward/hack_rate`: resource, unencodable and forged reports
+    # and per batch `kt_compression_reward/accuracy` and `/compression_rate` (as `kt eval kt` scores a sample)
 
     def __init__(
         self,
@@ -103,12 +105,15 @@ class KTCompressionReward(Reward):
             if not sequence:  # a broken row: nothing to compress
                 scored.append(self.failed("no_sequence"))
                 continue
-            if check.verdict != Verdict.CORRECT:
-                scored.append(self.failed(str(check.verdict), check.gaming))
+            raw_bits = self.symbol_bits * len(sequence)
+            if check.verdict != Verdict.CORRECT:  # the evaluation's CompressionRate of a miss: the raw sequence
+                metrics = (("accuracy", 0.0), ("compression_rate", (1 + raw_bits) / raw_bits))
+                scored.append(replace(self.failed(str(check.verdict), check.gaming), metrics=metrics))
                 continue
             bits = encoded_program_bits(program, self.prior)  # a correct program is parseable: it has a length
-            compression_rate = (1 + bits) / (self.symbol_bits * len(sequence))
-            scored.append(Scored(self.shaped(compression_rate), str(check.verdict)))
+            compression_rate = (1 + bits) / raw_bits
+            metrics = (("accuracy", 1.0), ("compression_rate", compression_rate))
+            scored.append(Scored(self.shaped(compression_rate), str(check.verdict), metrics=metrics))
         return scored
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from datasets import Dataset, concatenate_datasets, load_dataset, load_from_disk
+from transformers.trainer_utils import IntervalStrategy
 
 _READERS = (".parquet", ".jsonl", ".json", ".csv")
 
@@ -132,6 +133,11 @@ def hold_out(dataset: Dataset, size: float, seed: int) -> tuple[Dataset, Dataset
         )
     split = dataset.train_test_split(test_size=count, seed=seed, shuffle=True)
     return split["train"].flatten_indices(), split["test"].flatten_indices()
+
+
+def evaluates(training_args: Any) -> bool:
+    """Whether the run evaluates during training (`eval_strategy` steps or epoch)."""
+    return training_args.eval_strategy != IntervalStrategy.NO
 
 
 def take_samples(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:

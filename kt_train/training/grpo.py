@@ -22,7 +22,7 @@ from trl import GRPOTrainer, ModelConfig, get_peft_config
 
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.rewards import Reward, get_reward_funcs
-from kt_train.training.data import drop_longer_than, take_samples
+from kt_train.training.data import drop_longer_than, evaluates, hold_out, take_samples
 from kt_train.training.lifecycle import TrainingRun, finished_run, run_config, start_run, train_and_finish
 from kt_train.training.model import get_training_model, get_training_tokenizer, merge_adapter
 from kt_train.training.report import wandb_runs
@@ -33,8 +33,10 @@ logger = logging.getLogger(__name__)
 
 def prepare_prompts(
     dataset: Dataset, script_args: GRPOScriptArguments, training_args: GRPOConfig, tokenizer: Any
-) -> tuple[Dataset, int]:
-    """Rows with a `prompt`, those over `max_prompt_tokens` dropped, then sampled; also the rows dropped."""
+) -> tuple[Dataset, Dataset | None, int]:
+    """Rows with a `prompt`, those over `max_prompt_tokens` dropped; when the run evaluates during training,
+    `eval_split_size` of them held out with the seed (never trained on; `max_eval_samples` of them kept), then the
+    training rows sampled. Returns (training rows, held-out rows or None, rows dropped)."""
     if "prompt" not in dataset.column_names:
         raise ValueError(f"GRPO needs a `prompt` column, got {dataset.column_names}")
     dropped = 0
@@ -42,10 +44,18 @@ def prepare_prompts(
         dataset, dropped = drop_longer_than(dataset, tokenizer, script_args.max_prompt_tokens)
         if dropped:
             logger.info("dropped %d prompts over %d tokens", dropped, script_args.max_prompt_tokens)
+    held_out = None
+    if evaluates(training_args):
+        if script_args.eval_split_size is None:
+            raise ValueError(
+                f"eval_strategy {training_args.eval_strategy.value} needs held-out prompts: set eval_split_size"
+            )
+        dataset, held_out = hold_out(dataset, script_args.eval_split_size, training_args.seed)
+        held_out = take_samples(held_out, script_args.max_eval_samples, training_args.seed)
     dataset = take_samples(dataset, script_args.max_train_samples, training_args.seed)
     if len(dataset) == 0:
         raise ValueError(f"no prompts left (max_prompt_tokens={script_args.max_prompt_tokens})")
-    return dataset, dropped
+    return dataset, held_out, dropped
 
 
 def reward_funcs_for(script_args: GRPOScriptArguments, column_names: Sequence[str]) -> list[Reward]:
@@ -90,7 +100,7 @@ def run_grpo(
     rewards = reward_funcs_for(script_args, dataset.column_names)
     try:
         tokenizer = get_training_tokenizer(model_args, training_args)
-        train_dataset, dropped = prepare_prompts(dataset, script_args, training_args, tokenizer)
+        train_dataset, eval_dataset, dropped = prepare_prompts(dataset, script_args, training_args, tokenizer)
         settings = run_settings(script_args, training_args, model_args, dataset=train_dataset,
                                 world_size=training_args.world_size)  # fmt: skip
         start = start_run(training_args, settings)
@@ -104,10 +114,12 @@ def run_grpo(
             reward_funcs=list(rewards),
             args=training_args,
             train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
         )
         data_metrics = {"train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
+        data_metrics |= {"eval_prompts": len(eval_dataset)} if eval_dataset is not None else {}
         run = train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
                                dataset_name=dataset_name, tags=tags,
                                run_config=run_config(script_args, model_args))  # fmt: skip

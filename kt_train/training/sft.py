@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from datasets import Dataset
-from transformers.trainer_utils import IntervalStrategy
 from trl import ModelConfig, SFTTrainer, get_peft_config
 
 from kt_train.configs import DataArguments, SFTConfig
 from kt_train.training.data import (
     drop_longer_than,
+    evaluates,
     hold_out,
     repeated_epochs,
     rows_a_step,
@@ -61,11 +61,6 @@ def prepare_dataset(
     """Prompt/completion rows, length-filtered, then sampled as the data arguments say; also the rows dropped."""
     dataset, dropped = _filtered(dataset, data_args, training_args, tokenizer)
     return _sampled(dataset, dropped, data_args, training_args), dropped
-
-
-def evaluates(training_args: SFTConfig) -> bool:
-    """Whether the run evaluates during training (`eval_strategy` steps or epoch)."""
-    return training_args.eval_strategy != IntervalStrategy.NO
 
 
 @dataclass

@@ -43,14 +43,19 @@ def test_grpo_kt_trains_and_logs_rewards_to_wandb_offline(tmp_path: Path, monkey
     monkeypatch.setenv("WANDB_SILENT", "true")
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
     out = tmp_path / "out"
-    history = grpo_quickly("grpo_kt", corpus, out, ("--report_to", "wandb", "--max_train_samples", "8"))
+    held_out = ("--eval_strategy", "steps", "--eval_steps", "1", "--eval_split_size", "4", "--max_eval_samples", "2")
+    history = grpo_quickly("grpo_kt", corpus, out, ("--report_to", "wandb", "--max_train_samples", "8", *held_out))
     rewards = _logged(history, "rewards/kt_compression_reward/mean")
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
     assert len(_logged(history, "rewards/format_reward/mean")) == 2
     verdicts = [k for entry in history for k in entry if k.startswith("kt_compression_reward/")]
     assert verdicts  # the verdict shares of every step
+    for key in ("accuracy", "compression_rate", "hack_rate"):  # the task's measures on held-out prompts, each step
+        assert len(_logged(history, f"eval_kt_compression_reward/{key}")) == 2, key
+        assert len(_logged(history, f"kt_compression_reward/{key}")) == 2, key
+    assert all(0.0 <= a <= 1.0 for a in _logged(history, "eval_kt_compression_reward/accuracy"))
     results = json.loads((out / "train_results.json").read_text())
-    assert results["train_prompts"] == 8 and results["world_size"] == 1
+    assert results["train_prompts"] == 8 and results["eval_prompts"] == 2 and results["world_size"] == 1
     runs = sorted((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     logged = b"".join(path.read_bytes() for path in runs[0].glob("*.wandb"))  # protobuf records: keys are plain text

@@ -53,6 +53,12 @@ def test_the_crt_template_earns_no_reward_and_the_gold_program_does() -> None:
     assert rewards[0] > 0 and rewards[1:] == [0.0, 0.0, 0.0]
     assert seen["kt_compression_reward_verdict"] == ["correct", "resource", "unencodable", "syntax_error"]
     assert metrics["kt_compression_reward/hack_rate"] == 0.5  # resource and unencodable, not the syntax error
+    raw = 8 * len(sequence)  # the task's own measures, as `kt eval kt` scores each sample
+    gold_rate = (1 + program_bits(gold)) / raw
+    assert metrics["kt_compression_reward/accuracy"] == 0.25
+    assert metrics["kt_compression_reward/compression_rate"] == pytest.approx(
+        (gold_rate + 2 * (1 + raw) / raw + (1 + 16) / 16) / 4
+    )
 
 
 @pytest.mark.parametrize(

@@ -58,13 +58,10 @@ def _result_length(line: Line, env: dict[str, list[int]], lineno: int) -> int:
 def _check_integers(line: Line, kinds: tuple[ArgKind, ...], limits: RunLimits, lineno: int) -> None:
     """Integer and list-literal arguments within `max_int_bits` (a 4,000-digit modulus is refused, not run)."""
     for arg, kind in zip(line.args, kinds):
-        numbers = [arg] if kind is INT else arg if kind is LIST else ()
-        for value in numbers:  # type: ignore[union-attr]
-            if value.bit_length() > limits.max_int_bits:  # type: ignore[union-attr]
-                raise DSLResourceError(
-                    f"{line.func}: an argument of {value.bit_length()} bits (limit {limits.max_int_bits})",
-                    lineno,  # type: ignore[union-attr]
-                )
+        numbers: tuple[int, ...] = (arg,) if kind is INT else arg if kind is LIST else ()  # type: ignore[assignment]
+        bits = max((value.bit_length() for value in numbers), default=0)
+        if bits > limits.max_int_bits:
+            raise DSLResourceError(f"{line.func}: an argument of {bits} bits (limit {limits.max_int_bits})", lineno)
 
 
 def _widest_bits(values: list[int]) -> int:

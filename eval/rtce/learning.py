@@ -255,7 +255,8 @@ def fixed_answers(entry: Mapping[str, Any]) -> list[str]:
     """The sides (`base`, `adapter`) of a comparison that gave the same few strings to every item: at most
     `FIXED_ANSWER_SHARE` of its n items (at least 1) distinct answers."""
     limit = max(1, int(FIXED_ANSWER_SHARE * entry["n"]))
-    return [side for side in ("base", "adapter") if (entry.get(f"{side}_distinct") or limit + 1) <= limit]
+    counts = {side: entry.get(f"{side}_distinct") for side in ("base", "adapter")}
+    return [side for side, count in counts.items() if count is not None and count <= limit]
 
 
 def fixed_answer_notes(table: Sequence[Mapping[str, Any]]) -> str:

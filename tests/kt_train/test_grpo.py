@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -46,14 +47,27 @@ def test_a_reward_whose_column_is_missing_fails_before_training() -> None:
 def test_prompts_over_the_limit_are_dropped_then_sampled() -> None:
     tokenizer = get_tokenizer(DEFAULT_MODEL)
     training = GRPOConfig(output_dir="unused", report_to=[], seed=1)
-    kept, dropped = prepare_prompts(_rows(3), GRPOScriptArguments(max_prompt_tokens=50), training, tokenizer)
-    assert (len(kept), dropped) == (2, 1)
-    sampled, _ = prepare_prompts(_rows(3), GRPOScriptArguments(max_train_samples=1), training, tokenizer)
+    kept, held_out, dropped = prepare_prompts(_rows(3), GRPOScriptArguments(max_prompt_tokens=50), training, tokenizer)
+    assert (len(kept), held_out, dropped) == (2, None, 1)
+    sampled, _, _ = prepare_prompts(_rows(3), GRPOScriptArguments(max_train_samples=1), training, tokenizer)
     assert len(sampled) == 1
     with pytest.raises(ValueError, match="no prompts left"):
         prepare_prompts(_rows(3), GRPOScriptArguments(max_prompt_tokens=30), training, tokenizer)
     with pytest.raises(ValueError, match="needs a `prompt` column"):
         prepare_prompts(Dataset.from_dict({"text": ["a"]}), GRPOScriptArguments(), training, tokenizer)
+
+
+def test_held_out_prompts_never_train() -> None:
+    """With evaluation during training, `eval_split_size` prompts are held out before the training rows are drawn."""
+    tokenizer = get_tokenizer(DEFAULT_MODEL)
+    training = GRPOConfig(output_dir="unused", report_to=[], seed=1, eval_strategy="steps", eval_steps=1)
+    args = GRPOScriptArguments(eval_split_size=3, max_eval_samples=2, max_train_samples=4)
+    train, held_out, _ = prepare_prompts(_rows(10), args, training, tokenizer)
+    assert held_out is not None and (len(train), len(held_out)) == (4, 2)
+    texts = {json.dumps(p) for p in train["prompt"]}
+    assert texts.isdisjoint(json.dumps(p) for p in held_out["prompt"])
+    with pytest.raises(ValueError, match="needs held-out prompts: set eval_split_size"):
+        prepare_prompts(_rows(10), GRPOScriptArguments(), training, tokenizer)
 
 
 def test_reward_means_are_the_last_finite_ones() -> None:

@@ -35,9 +35,9 @@ MAX_INTERVAL = 8  # official `max_range`: interval / jump / repeat-count paramet
 MAX_REPETITIONS = 20  # official `max_length`: repeat_num's count
 NUMBER_RANGE = 256  # official `number_range`: values are bytes
 
-# The integer arguments that become values of a sequence (positions; set_list's list items too), priced
-# log2(number_range) bits each, and range_func_interval's interval (position 2), priced log2(MAX_INTERVAL). Counts,
-# jumps, indices and max_n/min_n's n only repeat or select elements: what they can say is bounded by the length.
+# The integer arguments (positions) that become values of a sequence, priced log2(number_range) bits each (set_list's
+# list items too), and those priced log2(MAX_INTERVAL): range_func_interval's interval. Counts, jumps, indices and
+# max_n/min_n's n only repeat or select elements: what they can say is bounded by the length.
 _VALUE_ARGS = {
     "range_func_up": (0, 1),
     "range_func_interval": (0, 1),
@@ -47,7 +47,7 @@ _VALUE_ARGS = {
     "subtract_item_list": (1,),
     "modulo_item_list": (1,),
 }
-_INTERVAL_ARG = ("range_func_interval", 2)
+_INTERVAL_ARGS = {"range_func_interval": (2,)}
 
 
 def _short_int(value: object) -> str:
@@ -75,7 +75,7 @@ def unencodable_literal(program: Program | str, number_range: int = NUMBER_RANGE
             if outside:
                 return f"{where} list item {_short_int(outside[0])} is outside 0..{number_range}"
         bounds = [(p, 0, number_range) for p in _VALUE_ARGS.get(line.func, ())]
-        bounds += [(_INTERVAL_ARG[1], 1, MAX_INTERVAL)] if line.func == _INTERVAL_ARG[0] else []
+        bounds += [(p, 1, MAX_INTERVAL) for p in _INTERVAL_ARGS.get(line.func, ())]
         for position, low, high in bounds:
             value = line.args[position]
             if not low <= value <= high:  # type: ignore[operator]

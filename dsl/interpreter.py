@@ -116,10 +116,9 @@ def run_lines(
         total, work = total + len(result), work + read + len(result)
         if total > limits.max_total_elements:
             raise DSLResourceError(f"the program holds {total} elements (limit {limits.max_total_elements})", lineno)
-        if _widest_bits(result) > limits.max_int_bits:
-            raise DSLResourceError(
-                f"{line.func} made an integer of {_widest_bits(result)} bits (limit {limits.max_int_bits})", lineno
-            )
+        bits = _widest_bits(result)
+        if bits > limits.max_int_bits:
+            raise DSLResourceError(f"{line.func} made an integer of {bits} bits (limit {limits.max_int_bits})", lineno)
         env[line.target] = result
         values.append(result)
     if program.output not in env:

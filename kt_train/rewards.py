@@ -55,7 +55,6 @@ class Scored:
 
     reward: float | None
     verdict: str
-    hack: bool = False  # the verdict shows gaming (a reward with `reports_hacks` logs their share as `hack_rate`)
     metrics: tuple[tuple[str, float], ...] = ()  # the task's own measures of this completion, logged as batch means
 
 
@@ -80,7 +79,6 @@ class Reward:
 
     name: ClassVar[str] = "reward"
     required_columns: ClassVar[tuple[str, ...]] = ()
-    reports_hacks: ClassVar[bool] = False  # log `<name>/hack_rate`, the share of scored completions with `hack`
 
     def __init__(self, failure_reward: float = 0.0) -> None:
         self.failure_reward = float(failure_reward)
@@ -93,9 +91,9 @@ class Reward:
         """One `Scored` per text; `columns` holds the dataset's columns, one value per text."""
         raise NotImplementedError
 
-    def failed(self, verdict: str, hack: bool = False) -> Scored:
-        """The score of a completion that could not be scored (`hack`: because it tried to game the reward)."""
-        return Scored(self.failure_reward, verdict, hack)
+    def failed(self, verdict: str) -> Scored:
+        """The score of a completion that could not be scored."""
+        return Scored(self.failure_reward, verdict)
 
     def close(self) -> None:
         """Release what the reward holds (processes, models); it starts them again when called after."""
@@ -126,8 +124,6 @@ class Reward:
         if log_metric is not None and applicable:
             for verdict, count in sorted(Counter(s.verdict for s in applicable).items()):
                 log_metric(f"{self.name}/{verdict}", count / len(applicable))
-            if self.reports_hacks:
-                log_metric(f"{self.name}/hack_rate", sum(s.hack for s in applicable) / len(applicable))
             measured: dict[str, list[float]] = {}
             for s in applicable:
                 for key, value in s.metrics:

@@ -27,6 +27,13 @@ def clip01(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
+def batch_measures(check: CheckResult, compression_rate: float) -> tuple[tuple[str, float], ...]:
+    """What `kt_compression_reward/<name>` logs as batch means: accuracy, CompressionRate (as `kt eval kt` scores a
+    sample) and `hack_rate`, the share whose verdict shows gaming (resource, unencodable, a forged report)."""
+    correct = float(check.verdict == Verdict.CORRECT)
+    return ("accuracy", correct), ("compression_rate", compression_rate), ("hack_rate", float(check.gaming))
+
+
 class KTCompressionReward(Reward):
     """Reward a completion whose program outputs exactly the row's `sequence` (list of ints); else `failure_reward`.
 
@@ -48,8 +55,6 @@ class KTCompressionReward(Reward):
 
     name = "kt_compression_reward"
     required_columns = ("sequence",)
-    reports_hacks = True  # `kt_compression_reward/hack_rate`: resource, unencodable and forged reports
-    # and per batch `kt_compression_reward/accuracy` and `/compression_rate` (as `kt eval kt` scores a sample)
 
     def __init__(
         self,
@@ -107,13 +112,13 @@ class KTCompressionReward(Reward):
                 continue
             raw_bits = self.symbol_bits * len(sequence)
             if check.verdict != Verdict.CORRECT:  # the evaluation's CompressionRate of a miss: the raw sequence
-                metrics = (("accuracy", 0.0), ("compression_rate", (1 + raw_bits) / raw_bits))
-                scored.append(replace(self.failed(str(check.verdict), check.gaming), metrics=metrics))
+                measures = batch_measures(check, (1 + raw_bits) / raw_bits)
+                scored.append(replace(self.failed(str(check.verdict)), metrics=measures))
                 continue
             bits = encoded_program_bits(program, self.prior)  # a correct program is parseable: it has a length
             compression_rate = (1 + bits) / raw_bits
-            metrics = (("accuracy", 1.0), ("compression_rate", compression_rate))
-            scored.append(Scored(self.shaped(compression_rate), str(check.verdict), metrics=metrics))
+            measures = batch_measures(check, compression_rate)
+            scored.append(Scored(self.shaped(compression_rate), str(check.verdict), metrics=measures))
         return scored
 
     def close(self) -> None:
@@ -121,4 +126,4 @@ class KTCompressionReward(Reward):
         self.checker.close()
 
 
-__all__ = ["SHAPINGS", "KTCompressionReward"]
+__all__ = ["SHAPINGS", "KTCompressionReward", "batch_measures"]

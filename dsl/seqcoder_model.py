@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsl.seqcoder_tokenizer import NUMBER_STYLES, check_numbers
+
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -38,6 +40,10 @@ class SeqCoderInit:
 
     size: str = field(default="tiny", metadata={"help": "named size", "choices": list(SIZES)})
     seed: int = field(default=0, metadata={"help": "seed of the weight initialisation"})
+    numbers: str = field(
+        default="words",
+        metadata={"help": "numbers as one token each (words, 0..256) or as digits", "choices": list(NUMBER_STYLES)},
+    )
     max_position_embeddings: int = field(
         default=4096, metadata={"help": "longest chat in tokens (RoPE; also the tokenizer's model_max_length)"}
     )
@@ -45,6 +51,7 @@ class SeqCoderInit:
     def __post_init__(self) -> None:
         if self.size not in SIZES:
             raise ValueError(f"size must be one of {', '.join(SIZES)}, got {self.size!r}")
+        check_numbers(self.numbers)
         if self.max_position_embeddings < 16:
             raise ValueError(f"max_position_embeddings must be >= 16, got {self.max_position_embeddings}")
 
@@ -78,7 +85,7 @@ def init_seqcoder(init: SeqCoderInit) -> tuple[LlamaForCausalLM, PreTrainedToken
 
     from dsl.seqcoder_tokenizer import seqcoder_tokenizer
 
-    tokenizer = seqcoder_tokenizer()
+    tokenizer = seqcoder_tokenizer(init.numbers)
     tokenizer.model_max_length = init.max_position_embeddings
     config = seqcoder_config(init, tokenizer)
     with torch.random.fork_rng(devices=[]):
@@ -106,6 +113,7 @@ def save_seqcoder(output: Path, init: SeqCoderInit) -> dict[str, Any]:
         "output": str(output),
         "size": init.size,
         "seed": init.seed,
+        "numbers": init.numbers,
         "parameters": num_parameters(model),
         "vocab_size": len(tokenizer),
     }
@@ -116,15 +124,17 @@ FORMAT_VERSION = 1
 model made by older code is never reused."""
 
 
-def seqcoder_model_dir(size: str, seed: int) -> Path:
-    """The from-scratch model of `size` and `seed` under the kt-train cache (`$KT_TRAIN_CACHE/models`, keyed by size,
-    seed and `FORMAT_VERSION`): made once, by the main process of a distributed run first, found by the others."""
+def seqcoder_model_dir(size: str, seed: int, numbers: str = "words") -> Path:
+    """The from-scratch model of `size`, `seed` and `numbers` under the kt-train cache (`$KT_TRAIN_CACHE/models`,
+    keyed by them and `FORMAT_VERSION`): made once, by the main process of a distributed run first, found by the
+    others."""
     from accelerate import PartialState
 
     from kt_train.models import COMPLETE_MARKER, cache_dir
 
-    init = SeqCoderInit(size=size, seed=seed)
-    target = cache_dir() / "models" / f"seqcoder-{size}-seed{seed}-v{FORMAT_VERSION}"
+    init = SeqCoderInit(size=size, seed=seed, numbers=numbers)
+    style = "" if numbers == "words" else f"-{numbers}"
+    target = cache_dir() / "models" / f"seqcoder-{size}{style}-seed{seed}-v{FORMAT_VERSION}"
     with PartialState().main_process_first():
         if not (target / COMPLETE_MARKER).is_file():
             target.parent.mkdir(parents=True, exist_ok=True)

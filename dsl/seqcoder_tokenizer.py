@@ -7,6 +7,10 @@ into names, digit runs, ` = `, `, ` and single characters; a piece in the vocabu
 spelled with its characters (a number over 256 with its digits), and a character outside the vocabulary with the
 bytes of its UTF-8 form. So every text encodes, and decoding gives it back exactly.
 
+Numbers `digits` (instead of `words`): no number tokens; every number is spelled with its digits, one token each, in
+the prompt's sequence and in the program alike (a from-scratch model learns to copy digits far sooner than 257
+number tokens: docs/dsl.md).
+
 Chats (`CHAT_TEMPLATE`): `<s>`, then each turn as its role token and its text, an assistant turn closed by `</s>`;
 the generation prompt is `<|assistant|>`. A user turn holding the SeqCoder prompt (`dsl.seqcoder.PROMPT`) is shown
 as the sequence alone (the text after its last `Sequence: `): a model made here reads no English, and the same
@@ -35,6 +39,16 @@ ROLES = ("system", "user", "assistant")
 SEPARATORS = (", ", " = ")
 PIECES = r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+| = |, |[\s\S]"
 """How text is cut before lookup: names, digit runs, the two separators, any other single character."""
+DIGIT_PIECES = PIECES.replace("[0-9]+", "[0-9]")
+"""The same with numbers `digits`: each digit a piece of its own."""
+NUMBER_STYLES = ("words", "digits")
+"""How numbers are tokenized: one token per number 0..256 (`words`), or one token per digit (`digits`)."""
+
+
+def check_numbers(numbers: str) -> str:
+    if numbers not in NUMBER_STYLES:
+        raise ValueError(f"numbers must be one of {', '.join(NUMBER_STYLES)}, got {numbers!r}")
+    return numbers
 
 
 def sequence_marker(prompt: str = PROMPT) -> str:
@@ -81,11 +95,12 @@ def special_tokens() -> list[str]:
     return [PAD, BOS, EOS, UNK, *(role_token(role) for role in ROLES)]
 
 
-def vocabulary() -> list[str]:
-    """Every token in id order: special, bytes, characters, numbers, names, separators."""
+def vocabulary(numbers: str = "words") -> list[str]:
+    """Every token in id order: special, bytes, characters, numbers (`words` only), names, separators."""
     tokens = [*special_tokens(), *(f"<0x{b:02X}>" for b in range(256))]
     tokens += [chr(c) for c in range(32, 127)] + ["\n"]
-    tokens += [str(n) for n in range(10, MAX_NUMBER + 1)]  # 0..9 are characters already
+    if check_numbers(numbers) == "words":
+        tokens += [str(n) for n in range(10, MAX_NUMBER + 1)]  # 0..9 are characters already
     tokens += [*FUNCTION_NAMES, "output", *(f"sequence_{k}" for k in range(1, MAX_SEQUENCE_NAMES + 1))]
     tokens += SEPARATORS
     if len(set(tokens)) != len(tokens):
@@ -93,24 +108,25 @@ def vocabulary() -> list[str]:
     return tokens
 
 
-def build_tokenizer() -> Tokenizer:
+def build_tokenizer(numbers: str = "words") -> Tokenizer:
     """The `tokenizers` pipeline: whole-piece lookup, characters, then UTF-8 bytes; decoding concatenates."""
-    vocab = {token: index for index, token in enumerate(vocabulary())}
+    vocab = {token: index for index, token in enumerate(vocabulary(numbers))}
     model = models.BPE(vocab=vocab, merges=[], unk_token=UNK, byte_fallback=True, ignore_merges=True)
     tokenizer = Tokenizer(model)
-    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(PIECES), behavior="isolated")
+    pieces = PIECES if numbers == "words" else DIGIT_PIECES
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(pieces), behavior="isolated")
     tokenizer.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse()])
     tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in special_tokens()])
     return tokenizer
 
 
-def seqcoder_tokenizer() -> PreTrainedTokenizerFast:
+def seqcoder_tokenizer(numbers: str = "words") -> PreTrainedTokenizerFast:
     """The transformers tokenizer (bos, eos, pad, unk and the chat template set; nothing added on encoding), which
     `save_pretrained` writes so that `AutoTokenizer.from_pretrained` loads it."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
-        tokenizer_object=build_tokenizer(),
+        tokenizer_object=build_tokenizer(numbers),
         bos_token=BOS,
         eos_token=EOS,
         pad_token=PAD,
@@ -123,10 +139,13 @@ def seqcoder_tokenizer() -> PreTrainedTokenizerFast:
 
 __all__ = [
     "CHAT_TEMPLATE",
+    "DIGIT_PIECES",
     "MAX_NUMBER",
     "MAX_SEQUENCE_NAMES",
+    "NUMBER_STYLES",
     "PIECES",
     "build_tokenizer",
+    "check_numbers",
     "seqcoder_tokenizer",
     "sequence_marker",
     "vocabulary",

@@ -51,6 +51,7 @@ from dsl.copy_curriculum import CopyPhase, copy_rows
 from dsl.feedback import FEEDBACK_MAX_VALUES
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from dsl.seqcoder_model import SIZES, seqcoder_model_dir
+from dsl.seqcoder_tokenizer import NUMBER_STYLES, check_numbers
 from eval.post_training import (
     TrainedModels,
     checked_evaluations,
@@ -75,6 +76,7 @@ CORPUS_SIZES = (10_000, 100_000, 1_000_000)
 # corpus's chats, 9.3% of them with execution feedback (3,389 of 36,594 drawn rows, 16 values a comment)
 SPARE_ROWS = 0.02
 FEEDBACK_SPARE_ROWS = 0.15
+DIGITS_SPARE_ROWS = 0.05  # 2.75% of the chats are over 1,024 tokens with numbers as digits (55 of 2,000)
 FEEDBACK_VARIANTS = ("none", "feed", "feed_ex")
 logger = logging.getLogger(__name__)
 
@@ -96,6 +98,13 @@ class KTScriptArguments(DataArguments):
         },
     )
     seqcoder_seed: int = field(default=0, metadata={"help": "seed of that SeqCoder's initial weights"})
+    seqcoder_numbers: str = field(
+        default="words",
+        metadata={
+            "help": "that SeqCoder's tokenizer: one token per number 0..256 (words) or one per digit (digits)",
+            "choices": list(NUMBER_STYLES),
+        },
+    )
     execution_feedback: str = field(
         default="none",
         metadata={
@@ -137,6 +146,7 @@ class KTScriptArguments(DataArguments):
             raise ValueError("execution_feedback feed_ex decodes line by line with eval_backend transformers")
         if self.seqcoder_size is not None and self.seqcoder_size not in SIZES:
             raise ValueError(f"seqcoder_size must be one of {', '.join(SIZES)}, got {self.seqcoder_size!r}")
+        check_numbers(self.seqcoder_numbers)
         checked_evaluations(self.evaluations, ["kt"])
         self.copy_phases = [CopyPhase.parse(text) for text in self.copy_curriculum]
 
@@ -169,7 +179,8 @@ def use_seqcoder(script_args: KTScriptArguments, model_args: ModelConfig) -> Non
         )
     if model_args.use_peft or model_args.load_in_4bit or model_args.load_in_8bit:
         raise ValueError("seqcoder_size: a model made from scratch trains every weight (use_peft: false, not 4/8-bit)")
-    model_args.model_name_or_path = str(seqcoder_model_dir(script_args.seqcoder_size, script_args.seqcoder_seed))
+    folder = seqcoder_model_dir(script_args.seqcoder_size, script_args.seqcoder_seed, script_args.seqcoder_numbers)
+    model_args.model_name_or_path = str(folder)
 
 
 def rows_to_prepare(script_args: KTScriptArguments, training_args: SFTConfig) -> int | None:
@@ -182,6 +193,8 @@ def rows_to_prepare(script_args: KTScriptArguments, training_args: SFTConfig) ->
         return None
     held_out = script_args.eval_split_size if evaluates(training_args) and script_args.eval_split_size else 0
     spare = SPARE_ROWS if script_args.execution_feedback == "none" else FEEDBACK_SPARE_ROWS
+    if script_args.seqcoder_size is not None and script_args.seqcoder_numbers == "digits":
+        spare = max(spare, DIGITS_SPARE_ROWS)
     return math.ceil(needed * (1 + spare)) + (int(held_out) if held_out >= 1 else math.ceil(needed * held_out))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,14 @@ class KTEvalConfig(BackendOptions):
     )
     prompt: PromptStyle = field(default="zero-shot", metadata={"help": "zero-shot or cot (Python mode)"})
     num_samples: int = field(default=1, metadata={"help": "completions per sequence; an item keeps its best"})
+    search: int = field(
+        default=1,
+        metadata={
+            "help": "test-time search over K programs a sequence: the greedy one and K-1 sampled at --temperature, "
+            "each run in the interpreter; an item keeps the shortest correct one (1: no search)",
+            "metavar": "K",
+        },
+    )
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
     max_new_tokens: int = field(default=512, metadata={"help": "tokens per completion"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generation batch (and per resume step)"})
@@ -103,6 +111,11 @@ class KTEvalConfig(BackendOptions):
             raise ValueError(f"--num-samples must be >= 1, got {self.num_samples}")
         if self.num_samples > 1 and self.temperature == 0 and self.model is not None:
             raise ValueError("--num-samples > 1 needs --temperature > 0 (greedy samples are all the same)")
+        if self.search < 1:
+            raise ValueError(f"--search must be >= 1, got {self.search}")
+        if self.search > 1 and (self.model is None or self.num_samples > 1 or self.temperature == 0):
+            raise ValueError("--search K generates the greedy program and K-1 samples: it needs --model, "
+                             "--temperature > 0 for the samples and --num-samples 1")  # fmt: skip
         if self.mode == "dsl" and self.prompt != "zero-shot":
             raise ValueError("DSL mode has the SeqCoder prompt only (--prompt zero-shot)")
         if self.execution_feedback and (self.mode != "dsl" or self.model is None or self.backend != "transformers"):
@@ -130,6 +143,13 @@ class KTEvalConfig(BackendOptions):
             seed=self.seed,
             stop=stop,
         )
+
+    def samplings(self) -> list[SamplingConfig]:
+        """The generation calls for each batch: one, or with --search K the greedy program, then K-1 samples."""
+        if self.search == 1:
+            return [self.sampling()]
+        sampled = self.sampling()
+        return [replace(sampled, temperature=0.0, n=1), replace(sampled, n=self.search - 1)]
 
 
 BackendFactory = Callable[[KTEvalConfig], GenerationBackend]
@@ -162,18 +182,22 @@ def generate_completions(
 ) -> dict[str, list[str | None]]:
     """Completions for every item (of this shard), generated batch by batch into `completions.jsonl` (resumable);
     a batch whose generation fails after retries is recorded as failed, so a rerun makes it again."""
-    sampling = config.sampling()
     state: dict[str, GenerationBackend] = {}
+
+    def generate(prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
+        if config.execution_feedback:
+            return feed_and_execute(state["backend"], prompts, sampling, config.feedback_max_values)
+        return with_retries(state["backend"].generate, prompts, sampling)
 
     def process(batch: Sequence[KTItem]) -> list[dict[str, Any]]:
         if "backend" not in state:
             state["backend"] = factory(config)
         prompts = [kt_prompt(item.sequence, config.mode, config.prompt) for item in batch]
+        texts: list[list[str] | None] = [[] for _ in prompts]
         try:
-            if config.execution_feedback:
-                texts = feed_and_execute(state["backend"], prompts, sampling, config.feedback_max_values)
-            else:
-                texts = with_retries(state["backend"].generate, prompts, sampling)
+            for sampling in config.samplings():  # greedy first, then the samples (--search)
+                more = generate(prompts, sampling)
+                texts = [None if a is None or b is None else a + b for a, b in zip(texts, more, strict=True)]
         except GENERATION_ERRORS as exc:
             return [{"id": item.id, "completions": None, "error": f"{type(exc).__name__}: {exc}"} for item in batch]
         return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.kt import plots
-from eval.kt.scoring import PREFIXES, aggregate
+from eval.kt.scoring import PREFIXES, aggregate, search_summary
 
 if TYPE_CHECKING:
     from eval.kt.dataset import KTDataset
@@ -23,6 +23,20 @@ PLOT_FILES = (PLOT_FILE, PREFIX_PLOT_FILE)
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def search_lines(search: Mapping[str, Any] | None) -> list[str]:
+    """The report's line on a `--search` run: the greedy program alone beside the search."""
+    if not search:
+        return []
+    g = search["greedy"]
+    return [
+        f"Search over {search['k']} programs a sequence ({search['programs_checked']} checked): the greedy program "
+        f"alone has Accuracy {_fmt(g['accuracy'])}, CompressionRate {_fmt(g['compression_rate'])}; the samples "
+        f"made {search['items_found_by_samples']} more item(s) correct and {search['items_shortened_by_samples']} "
+        "shorter.",
+        "",
+    ]
 
 
 def markdown_report(summary: Mapping[str, Any]) -> str:
@@ -42,6 +56,7 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
         f"{_fmt(m['compression_rate_gzip_backoff'])} | {_fmt(m['precision'])} | {_fmt(m['executable'])} | "
         f"{_fmt(m['executable_accuracy'])} |",
         "",
+        *search_lines(m.get("search")),
         "Prefix accuracy: "
         + ", ".join(f"@{k} {_fmt(m['prefix_accuracy'][str(k)])}" for k in PREFIXES)
         + f"; mean longest correct prefix {_fmt(m['mean_correct_prefix'], 1)}.",
@@ -96,6 +111,8 @@ def write_outputs(
 ) -> dict[str, Any]:
     """Write summary.json, report.md and the plots (and log to W&B when asked); return the summary."""
     metrics = aggregate(rows, dataset.symbol_bits, config.gzip_encoding)
+    if config.search > 1:
+        metrics["search"] = search_summary(rows, dataset.symbol_bits, config.search, config.gzip_encoding)
     summary = {
         "settings": dict(settings),
         "modality": dataset.modality,

@@ -188,6 +188,32 @@ def aggregate(rows: Sequence[Mapping[str, Any]], symbol_bits: int, encoding: Gzi
     return summary
 
 
+def first_sample_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as if each item had its first sample only (the greedy program of a `--search` run)."""
+    out = []
+    for row in rows:
+        first = {k: v for k, v in row["samples"][0].items() if k != "completion"}
+        out.append({k: row[k] for k in ("id", "length", "sequence", "gzip_bits")} | first | {"samples": [first]})
+    return out
+
+
+def search_summary(
+    rows: Sequence[Mapping[str, Any]], symbol_bits: int, k: int, encoding: GzipEncoding = "bytes"
+) -> dict[str, Any]:
+    """What a search over `k` programs an item (greedy first) bought: the greedy program's metrics alone, and the
+    items the samples made correct or shorter."""
+    greedy = aggregate(first_sample_rows(rows), symbol_bits, encoding)
+    found = sum(r["correct"] and not r["samples"][0]["correct"] for r in rows)
+    shorter = sum(r["samples"][0]["correct"] and r["y_bits"] < r["samples"][0]["y_bits"] for r in rows)
+    return {
+        "k": k,
+        "programs_checked": sum(len(r["samples"]) for r in rows),
+        "greedy": {key: greedy[key] for key in ("accuracy", "compression_rate", "precision", "executable")},
+        "items_found_by_samples": found,
+        "items_shortened_by_samples": shorter,
+    }
+
+
 def by_length(rows: Sequence[Mapping[str, Any]], symbol_bits: int) -> list[dict[str, Any]]:
     """Accuracy and CompressionRate per length bucket."""
     buckets: dict[str, list[Mapping[str, Any]]] = {}
@@ -214,11 +240,13 @@ __all__ = [
     "by_length",
     "correct_prefix",
     "encoded_program_bits",
+    "first_sample_rows",
     "gzip_size_bits",
     "joined_gzip_bits",
     "length_bucket",
     "prefix_matches",
     "score_sample",
+    "search_summary",
     "sequence_bytes",
     "sequence_gzip_bits",
 ]

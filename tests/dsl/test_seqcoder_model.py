@@ -58,11 +58,19 @@ def test_sizes_grow() -> None:
     assert 0.5e6 < counts[0] < 2e6 and 10e6 < counts[-1] < 30e6
 
 
+def test_numbers_as_digits_make_a_smaller_vocabulary() -> None:
+    model, tokenizer = init_seqcoder(SeqCoderInit(seed=5, numbers="digits"))
+    assert model.config.vocab_size == len(tokenizer) == len(vocabulary("digits")) < len(vocabulary())
+    assert tokenizer.tokenize("250") == ["2", "5", "0"]
+
+
 def test_bad_settings() -> None:
     with pytest.raises(ValueError, match="size must be one of"):
         SeqCoderInit(size="huge")
     with pytest.raises(ValueError, match="max_position_embeddings"):
         SeqCoderInit(max_position_embeddings=8)
+    with pytest.raises(ValueError, match="numbers must be one of"):
+        SeqCoderInit(numbers="bytes")
 
 
 def test_cli_writes_a_folder_the_auto_classes_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

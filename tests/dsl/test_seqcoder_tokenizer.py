@@ -15,6 +15,7 @@ from dsl.functions import FUNCTION_NAMES
 from dsl.seqcoder import seqcoder_prompt, to_seqcoder_chat
 from dsl.seqcoder_tokenizer import (
     CHAT_TEMPLATE,
+    DIGIT_PIECES,
     MAX_NUMBER,
     MAX_SEQUENCE_NAMES,
     PIECES,
@@ -154,3 +155,33 @@ def test_sequence_marker() -> None:
     for prompt in ("{sequence} is the sequence", "Do it.\n{sequence}", "no placeholder"):
         with pytest.raises(ValueError, match="sequence"):
             sequence_marker(prompt)
+
+
+@pytest.fixture(scope="module")
+def digit_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> PreTrainedTokenizerBase:
+    folder = tmp_path_factory.mktemp("digits")
+    seqcoder_tokenizer("digits").save_pretrained(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def test_digits_spell_every_number_and_keep_the_other_words(
+    corpus: list[dict], digit_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    assert len(digit_tokenizer) == len(vocabulary("digits")) == len(vocabulary()) - (MAX_NUMBER + 1 - 10)
+    assert digit_tokenizer.tokenize("range_func_up(136, 7)") == ["range_func_up", "(", "1", "3", "6", ", ", "7", ")"]
+    assert digit_tokenizer.tokenize("sequence_12 = sequence_3") == ["sequence_12", " = ", "sequence_3"]
+    for row in corpus:
+        program = row["program"]
+        assert round_trips(digit_tokenizer, program), program
+        assert digit_tokenizer.tokenize(program) == re.findall(DIGIT_PIECES, program)
+        chat = to_seqcoder_chat(row)
+        ids = digit_tokenizer.apply_chat_template(chat["prompt"] + chat["completion"], return_dict=True)["input_ids"]
+        numbers = " ".join(map(str, row["sequence"]))
+        assert digit_tokenizer.decode(ids) == f"<s><|user|>{numbers}<|assistant|>{program}</s>"
+        digits_in_program = sum(len(n) for n in re.findall(r"(?<![A-Za-z_0-9])[0-9]+", program))
+        assert sum(t.isdigit() for t in digit_tokenizer.tokenize(program)) == digits_in_program
+
+
+def test_an_unknown_number_style_is_refused() -> None:
+    with pytest.raises(ValueError, match="numbers must be one of words, digits"):
+        vocabulary("bytes")

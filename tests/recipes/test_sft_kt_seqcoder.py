@@ -52,6 +52,9 @@ def test_the_cached_model_is_made_once_with_its_seed(cache: Path) -> None:
     assert all(torch.equal(saved[name], value) for name, value in expected.state_dict().items() if name in saved)
     other = load_file(seqcoder_model_dir("tiny", 1) / "model.safetensors")
     assert not torch.equal(other["model.embed_tokens.weight"], saved["model.embed_tokens.weight"])
+    digits = seqcoder_model_dir("tiny", 0, "digits")
+    assert digits == cache / "models" / f"seqcoder-tiny-digits-seed0-v{FORMAT_VERSION}"
+    assert AutoTokenizer.from_pretrained(digits).tokenize("250") == ["2", "5", "0"]
     assert not list((cache / "models").glob(".seqcoder-*"))  # no work folder left
 
 
@@ -218,6 +221,10 @@ def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
     feed = recipe.SCRIPT_ARGUMENTS(corpus_size=100_000, eval_split_size=200, execution_feedback="feed")
     steps.max_steps = 2230
     assert recipe.rows_to_prepare(feed, steps) == math.ceil(2230 * 16 * 1.15) + expected - 114_240
+    # numbers as digits put 2.75% of the chats over 1,024 tokens: a 5% spare
+    digits = recipe.SCRIPT_ARGUMENTS(corpus_size=100_000, eval_split_size=200, seqcoder_size="tiny",
+                                     seqcoder_numbers="digits")  # fmt: skip
+    assert recipe.rows_to_prepare(digits, steps) == math.ceil(2230 * 16 * 1.05) + expected - 114_240
 
 
 def test_a_run_whose_steps_read_more_rows_than_are_left_says_so(

@@ -1,4 +1,5 @@
-"""`kt eval kt` (score candidate programs on a KT set) and `kt eval kt-baselines` (Repeat, Upper Bound, Gzip, LMiC)."""
+"""`kt eval kt` (score candidate programs on a KT set), `kt eval kt-baselines` (Repeat, Upper Bound, Gzip, LMiC)
+and `kt eval kt-compare` (two evaluations of one set, with 95% CIs)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,19 @@ def _baselines_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_command(args: argparse.Namespace) -> int:
+    from eval.kt.compare import compare_kt, compare_markdown
+
+    try:
+        result = compare_kt(Path(args.first), Path(args.second), args.seed)
+    except (FileNotFoundError, ValueError) as exc:
+        return fail(str(exc))
+    if args.output:
+        Path(args.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(compare_markdown(result), end="")
+    return 0
+
+
 def _kt_config() -> type:
     from eval.kt.evaluate import KTEvalConfig
 
@@ -68,7 +82,7 @@ def _baseline_config() -> type:
 
 
 def register_kt(commands: Any) -> None:
-    """Add `kt eval kt` and `kt eval kt-baselines` to the `eval` group."""
+    """Add `kt eval kt`, `kt eval kt-baselines` and `kt eval kt-compare` to the `eval` group."""
     from kt_train.options import add_options_later
     from kt_train.stages import RunOptions
 
@@ -83,6 +97,15 @@ def register_kt(commands: Any) -> None:
     baselines.add_argument("--limit", type=int, default=None, help="the first N sequences only (default: all)")
     add_options_later(baselines, _baseline_config)
     baselines.set_defaults(handler=_baselines_command)
+
+    compare = commands.add_parser(
+        "kt-compare", help="KT: two evaluations of one set, the change in Accuracy and CompressionRate with 95% CIs"
+    )
+    compare.add_argument("first", metavar="FIRST", help="`kt eval kt` output folder (the start, or greedy decoding)")
+    compare.add_argument("second", metavar="SECOND", help="`kt eval kt` output folder of the same sequences")
+    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    compare.add_argument("--output", metavar="FILE", help="also write the comparison as JSON here")
+    compare.set_defaults(handler=_compare_command)
 
 
 __all__ = ["register_kt"]

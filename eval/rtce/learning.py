@@ -13,13 +13,13 @@ Model labels: `base`, an adapter (`lzw`), or a checkpoint of one (`lzw@20`, left
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from eval.bootstrap import entry_seed, paired_bootstrap_ci
 from eval.metrics import canonical_json
 from eval.rtce.report import (
     ALGORITHM_ORDER,
@@ -35,7 +35,6 @@ BASE = "base"
 METRICS = (("em", "EM"), ("es", "ES"))
 LEARNED, WORSE, NO_CHANGE = "learned", "worse", "no detectable change"
 VERDICTS = (LEARNED, WORSE, NO_CHANGE)
-MAX_DRAWS_PER_CHUNK = 1 << 20  # resampled indices held in memory at once
 LEARNING_COLUMNS = (
     "model",
     "algorithm",
@@ -56,47 +55,6 @@ LEARNING_COLUMNS = (
 FIXED_ANSWER_SHARE = 0.2
 """A model with at most this many distinct answers per item (at least 1 in all) answers fixed strings, whatever the
 input."""
-
-
-# --- the bootstrap ---------------------------------------------------------------------------------------------------
-
-
-def paired_bootstrap_ci(
-    differences: Sequence[float], seed: int, resamples: int = 10_000, confidence: float = 0.95
-) -> tuple[float, float]:
-    """Percentile CI of the mean of paired per-item `differences`, resampling items with replacement.
-
-    Parameters:
-        differences: one value per item (adapter minus base).
-        seed: seed of `numpy.random.default_rng`; the same seed gives the same CI.
-        resamples: bootstrap samples.
-        confidence: the CI's coverage, in (0, 1).
-    """
-    values = np.asarray(differences, dtype=float)
-    if values.size == 0:
-        raise ValueError("no paired differences to bootstrap")
-    if resamples < 1 or not 0 < confidence < 1:
-        raise ValueError(f"need resamples >= 1 and 0 < confidence < 1, got {resamples} and {confidence}")
-    if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    rng = np.random.default_rng(seed)
-    chunk = max(1, MAX_DRAWS_PER_CHUNK // values.size)
-    means = np.concatenate(
-        [
-            values[rng.integers(0, values.size, size=(min(chunk, resamples - start), values.size))].mean(axis=1)
-            for start in range(0, resamples, chunk)
-        ]
-    )
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def entry_seed(seed: int, *key: str) -> int:
-    """A seed of its own for one comparison: `seed` mixed with CRC-32s of `key` (stable across processes, unlike
-    Python's salted `hash`), so an entry's CI does not depend on which other entries exist."""
-    words = [seed, *(zlib.crc32(part.encode("utf-8")) for part in key)]
-    return int(np.random.SeedSequence(words).generate_state(1)[0])
 
 
 def verdict(ci_low: float, ci_high: float) -> str:
@@ -347,14 +305,12 @@ __all__ = [
     "LEARNING_COLUMNS",
     "VERDICTS",
     "checkpoint_points",
-    "entry_seed",
     "fixed_answer_notes",
     "fixed_answers",
     "is_adapter",
     "learning_markdown",
     "learning_table",
     "of_algorithm",
-    "paired_bootstrap_ci",
     "verdict",
     "verdict_counts",
 ]

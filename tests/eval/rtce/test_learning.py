@@ -1,4 +1,4 @@
-"""Adapter vs base on held-out items: the paired bootstrap on tables with known answers, the comparisons of
+"""Adapter vs base on held-out items: the comparisons of
 `learning_table` on hand-made rows, the section on top of report.md and held-out EM / ES against training step."""
 
 from __future__ import annotations
@@ -8,17 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from eval.rtce.learning import (
-    checkpoint_points,
-    entry_seed,
-    fixed_answers,
-    learning_markdown,
-    learning_table,
-    paired_bootstrap_ci,
-)
+from eval.bootstrap import entry_seed
+from eval.rtce.learning import checkpoint_points, fixed_answers, learning_markdown, learning_table
 from eval.rtce.report import STEP_PLOT_FILE, aggregate, table3_markdown, write_report
 
 
@@ -66,42 +59,6 @@ def _pair(
 def _entry(table: list[dict[str, Any]], metric: str = "em", model: str = "lzw") -> dict[str, Any]:
     (entry,) = [e for e in table if e["metric"] == metric and e["model"] == model]
     return entry
-
-
-# --- the bootstrap ---------------------------------------------------------------------------------------------------
-
-
-def test_bootstrap_of_constant_differences_is_that_constant() -> None:
-    assert paired_bootstrap_ci([1.0] * 40, seed=0) == (1.0, 1.0)
-    assert paired_bootstrap_ci([0.0] * 3, seed=5) == (0.0, 0.0)
-
-
-def test_bootstrap_of_a_symmetric_table_is_symmetric_around_zero() -> None:
-    """Mean 0, standard error 1/sqrt(100) = 0.1: the 95% CI is about +-1.96 * 0.1."""
-    low, high = paired_bootstrap_ci([1.0, -1.0] * 50, seed=1)
-    assert low < 0 < high
-    assert low == pytest.approx(-0.196, abs=0.03) and high == pytest.approx(0.196, abs=0.03)
-    assert abs(low + high) < 0.03
-
-
-def test_bootstrap_of_a_known_mean_with_tiny_spread_is_narrow_around_it() -> None:
-    differences = 0.25 + np.linspace(-0.001, 0.001, 60)
-    low, high = paired_bootstrap_ci(differences.tolist(), seed=2)
-    assert 0.2495 < low < 0.25 < high < 0.2505
-
-
-def test_bootstrap_is_deterministic_for_a_seed_and_changes_with_it() -> None:
-    differences = np.random.default_rng(0).normal(0.1, 1.0, 50).tolist()  # continuous: percentiles move with seed
-    assert paired_bootstrap_ci(differences, seed=7) == paired_bootstrap_ci(differences, seed=7)
-    assert paired_bootstrap_ci(differences, seed=7) != paired_bootstrap_ci(differences, seed=8)
-    low, high = paired_bootstrap_ci(differences, seed=7, confidence=0.5)
-    wide_low, wide_high = paired_bootstrap_ci(differences, seed=7, confidence=0.99)
-    assert wide_low < low < np.mean(differences) < high < wide_high
-
-
-def test_bootstrap_refuses_an_empty_table() -> None:
-    with pytest.raises(ValueError, match="no paired differences"):
-        paired_bootstrap_ci([], seed=0)
 
 
 # --- learning_table --------------------------------------------------------------------------------------------------

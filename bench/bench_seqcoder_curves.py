@@ -37,6 +37,8 @@ from eval.plotting import save
 
 STEP = re.compile(r"checkpoint-(\d+)")
 KINDS = ("number in the sequence", "other number", "function", "sequence name", "other")
+PROGRAM_NATS = "nats per program"
+"""The whole gold program's loss (and its end of text): the same measure whatever the tokenization."""
 
 
 def checkpoints(run: Path) -> list[tuple[int, Path]]:
@@ -66,9 +68,22 @@ def token_kind(token: str, sequence: set[str]) -> str:
     return KINDS[3] if token.startswith("sequence_") else KINDS[4]
 
 
+def pieces(tokens: list[str], losses: torch.Tensor) -> list[tuple[str, float]]:
+    """The tokens with their losses, a run of digit tokens joined into one number (its losses summed): a number
+    costs the same nats whether it is one token (`words`) or its digits (`digits`)."""
+    out: list[tuple[str, float]] = []
+    for token, loss in zip(tokens, losses.tolist(), strict=True):
+        if token.isdigit() and out and out[-1][0].isdigit():
+            out[-1] = (out[-1][0] + token, out[-1][1] + loss)
+        else:
+            out.append((token, loss))
+    return out
+
+
 @torch.inference_mode()
 def loss_by_kind(model_dir: Path, rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean loss (nats per token) of the gold programs' tokens, teacher-forced, by token kind."""
+    """Mean loss of the gold programs' tokens, teacher-forced, by token kind (nats per token; per number for
+    numbers, whether spelled in digits or not)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -85,13 +100,15 @@ def loss_by_kind(model_dir: Path, rows: list[dict[str, Any]]) -> dict[str, float
         targets = ids[0, 1:]
         losses = -logprobs[torch.arange(len(targets)), targets]
         in_sequence = {str(v) for v in row["sequence"]}
-        for position in range(start - 1, len(targets)):
-            kind = token_kind(tokenizer.convert_ids_to_tokens(int(targets[position])), in_sequence)
-            sums[kind] += float(losses[position])
+        for piece, loss in pieces(tokenizer.convert_ids_to_tokens(targets[start - 1 :].tolist()), losses[start - 1 :]):
+            kind = token_kind(piece, in_sequence)
+            sums[kind] += loss
             counts[kind] += 1
-    return {kind: sums[kind] / counts[kind] for kind in KINDS if counts[kind]} | {
-        f"share {kind}": counts[kind] / sum(counts.values()) for kind in KINDS
-    }
+    return (
+        {kind: sums[kind] / counts[kind] for kind in KINDS if counts[kind]}
+        | {f"share {kind}": counts[kind] / sum(counts.values()) for kind in KINDS}
+        | {PROGRAM_NATS: sum(sums.values()) / len(rows)}
+    )
 
 
 def by_program_lines(items_file: Path, programs: dict[str, str]) -> dict[str, tuple[int, float]]:
@@ -186,16 +203,16 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: dict[str, list[dict[str, Any]]], gzip: float, args: argparse.Namespace) -> str:
     lines = [*run_header(invocation("bench_seqcoder_curves.py", None)), ""]
     lines += [f"The first {args.limit} sequences of the held-out set; Gzip per sequence on them: {gzip:.3f}.", ""]
-    lines += ["| run | step | eval_loss | Accuracy | executable | CompressionRate | "
+    lines += ["| run | step | eval_loss | Accuracy | executable | CompressionRate | nats per program | "
               + " | ".join(f"loss: {k}" for k in KINDS) + " |"]  # fmt: skip
-    lines += ["|---|---:|---:|---:|---:|---:|" + "---:|" * len(KINDS)]
+    lines += ["|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(KINDS)]
     for label, points in results.items():
         for p in points:
             kinds = " | ".join(f"{p['loss_by_kind'].get(k, math.nan):.2f}" for k in KINDS)
             loss = "-" if p["eval_loss"] is None else f"{p['eval_loss']:.3f}"
             lines.append(
                 f"| {label} | {p['step']} | {loss} | {100 * p['accuracy']:.1f}% | {100 * p['executable']:.1f}% "
-                f"| {p['compression_rate']:.3f} | {kinds} |"
+                f"| {p['compression_rate']:.3f} | {p['loss_by_kind'].get(PROGRAM_NATS, math.nan):.1f} | {kinds} |"
             )
     last = {label: points[-1] for label, points in results.items() if points}
     if last:

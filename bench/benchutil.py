@@ -286,6 +286,8 @@ SECTIONS = {
     "nl": "NL round trip: suite, oracle, guard, protocol",
     "rtce_release": "RTCE: the release's verdicts and Table 3 (QwQ-32B)",
     "seqcoder_curves": "SeqCoder from scratch: learning curves on held-out sequences",
+    "kt_search": "KT test-time search (kt eval kt --search K)",
+    "seqcoder_numbers": "SeqCoder numbers: one token each or digits, 7,000 steps",
 }
 
 

@@ -21,7 +21,14 @@ from typing import Any
 
 from eval.kt.checking import CheckConfig, check_dsl
 from eval.kt.dataset import KTDataset
-from eval.kt.scoring import GzipEncoding, aggregate, joined_gzip_bits, score_sample, sequence_gzip_bits
+from eval.kt.scoring import (
+    DEFAULT_GZIP_ENCODING,
+    GzipEncoding,
+    aggregate,
+    joined_gzip_bits,
+    score_sample,
+    sequence_gzip_bits,
+)
 from kt_train.stages import SETTINGS_FILE
 
 logger = logging.getLogger(__name__)
@@ -38,7 +45,8 @@ class BaselineConfig:
     """Which baselines to compute and how."""
 
     gzip_encoding: GzipEncoding = field(
-        default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release"}
+        default=DEFAULT_GZIP_ENCODING,
+        metadata={"help": "what gzip sees of a sequence: latin1-utf8 as the official release, or its own bytes"},
     )
     chunk_length: int = field(default=128, metadata={"help": "chunk length of the chunked Gzip figures"})
     lmic_items: int = field(default=0, metadata={"help": "sequences coded with LMiC (0: skip LMiC)"})

@@ -23,7 +23,14 @@ from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
 from eval.kt.feedback_decoding import feed_and_execute
 from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
-from eval.kt.scoring import GzipEncoding, ProgramPrior, best_sample, score_sample, sequence_gzip_bits
+from eval.kt.scoring import (
+    DEFAULT_GZIP_ENCODING,
+    GzipEncoding,
+    ProgramPrior,
+    best_sample,
+    score_sample,
+    sequence_gzip_bits,
+)
 from eval.predictions import read_prediction_rows
 from kt_train.generation import (
     FREE_BACKEND_OPTIONS,
@@ -79,7 +86,11 @@ class KTEvalConfig(BackendOptions):
         metadata={"help": "program bits: uniform DSL prior or gzip (none: uniform for dsl, gzip for python)"},
     )
     gzip_encoding: GzipEncoding = field(
-        default="bytes", metadata={"help": "bytes, or latin1-utf8 as the official release (Precision, back-off)"}
+        default=DEFAULT_GZIP_ENCODING,
+        metadata={
+            "help": "what gzip sees of a sequence (Precision, gzip back-off): latin1-utf8 as the official release, "
+            "or its own bytes"
+        },
     )
     timeout_s: float = field(
         default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]}

@@ -5,13 +5,16 @@ For a sequence x (raw size ||x|| = symbol_bits * len(x)) and a candidate program
 - Accuracy = 1 if [p] == x;
 - y = p if [p] == x else x (the Repeat back-off); CompressionRate = (1 + ||y||_enc) / ||x||, the 1 being the flag bit
   that says whether y is a program or the raw sequence;
-- Precision = ||p||_enc / ||x||_gzip over correct programs only;
+- Precision = ||p||_enc / ||x||_gzip over correct programs only (the paper's formula, per sequence); the release
+  prices prompted models' Precision jointly instead: the correct programs' texts newline-joined in one gzip stream
+  over their sequences' in another (`precision_joint_gzip`, gzip prior only);
 - ||p||_enc: the uniform DSL prior (`dsl.bits.program_bits`) or the gzip size of the program text;
 - prefix accuracy at k: [p][:k] == x[:k]; the longest correct prefix (the official synthetic evaluation's measures).
 
 Set-level CompressionRate is the ratio of sums, sum(1 + ||y||) / sum(||x||) (the bits of the whole set over its raw
 bits); `compression_rate_mean` is the mean of the per-sequence rates; `compression_rate_gzip_backoff` stores the
 failed sequences together as one newline-joined gzip stream, as the official synthetic evaluation does.
+`executable_official` is the release's post-processing rule for executable: a list of 1 to 256 ints.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from eval.kt.checking import CheckResult, Verdict
 
 ProgramPrior = Literal["uniform", "gzip"]
 GzipEncoding = Literal["bytes", "latin1-utf8"]
+DEFAULT_GZIP_ENCODING: GzipEncoding = "latin1-utf8"
+"""What gzip sees of a sequence unless told otherwise: the release's text round trip (its back-off figures)."""
+OFFICIAL_MAX_OUTPUT = 256
+"""The release's post-processing calls a longer output (and an empty one) non-executable."""
 PREFIXES = (16, 32, 64, 128)
 LENGTH_BUCKETS = ((1, 16), (17, 32), (33, 64), (65, 128), (129, None))
 
@@ -36,22 +43,22 @@ def gzip_size_bits(data: bytes) -> int:
     return 8 * len(gzip.compress(data, compresslevel=9, mtime=0))
 
 
-def sequence_bytes(sequence: Iterable[int], encoding: GzipEncoding = "bytes") -> bytes:
+def sequence_bytes(sequence: Iterable[int], encoding: GzipEncoding = DEFAULT_GZIP_ENCODING) -> bytes:
     """The bytes gzip sees for a sequence of values 0..255.
 
-    `bytes`: one byte per value. `latin1-utf8` reproduces the official release, which decodes the bytes as Latin-1
-    and gzips the text's UTF-8 encoding (values >= 128 then take two bytes); its whole-set figures match the paper's.
+    `bytes`: one byte per value. `latin1-utf8` (the default) reproduces the official release, which decodes the bytes
+    as Latin-1 and gzips the text's UTF-8 encoding (values >= 128 then take two bytes); its figures match the paper's.
     """
     raw = bytes(sequence)
     return raw.decode("latin1").encode("utf-8") if encoding == "latin1-utf8" else raw
 
 
-def sequence_gzip_bits(sequence: Sequence[int], encoding: GzipEncoding = "bytes") -> int:
+def sequence_gzip_bits(sequence: Sequence[int], encoding: GzipEncoding = DEFAULT_GZIP_ENCODING) -> int:
     """||x||_gzip: bits of one gzipped sequence."""
     return gzip_size_bits(sequence_bytes(sequence, encoding))
 
 
-def joined_gzip_bits(sequences: Iterable[Sequence[int]], encoding: GzipEncoding = "bytes") -> int:
+def joined_gzip_bits(sequences: Iterable[Sequence[int]], encoding: GzipEncoding = DEFAULT_GZIP_ENCODING) -> int:
     """Bits of the newline-separated sequences gzipped as one stream (the paper's whole-set Gzip baseline)."""
     return gzip_size_bits(b"\n".join(sequence_bytes(s, encoding) for s in sequences))
 
@@ -61,6 +68,22 @@ def encoded_program_bits(program: str, prior: ProgramPrior) -> float:
     if prior == "uniform":
         return program_bits(program)
     return float(gzip_size_bits(program.encode("utf-8")))
+
+
+def joint_gzip_precision(
+    programs: Sequence[str], sequences: Sequence[Sequence[int]], encoding: GzipEncoding = DEFAULT_GZIP_ENCODING
+) -> float | None:
+    """The release's Precision of prompted models (`comp_rate_ex_acc`): the correct programs' texts newline-joined
+    and gzipped as one stream, over their sequences joined and gzipped the same way; None without programs."""
+    if not programs:
+        return None
+    return encoded_program_bits("\n".join(programs), "gzip") / joined_gzip_bits(sequences, encoding)
+
+
+def executable_official(sample: Mapping[str, Any]) -> bool:
+    """Whether the release's post-processing calls a sample executable: a list of 1 to 256 ints (`executable` here
+    takes a list of any length)."""
+    return bool(sample["executable"]) and 1 <= (sample.get("output_length") or 0) <= OFFICIAL_MAX_OUTPUT
 
 
 def correct_prefix(output: Sequence[int] | None, sequence: Sequence[int]) -> int:
@@ -151,9 +174,15 @@ def length_bucket(length: int) -> str:
     return "0"
 
 
-def aggregate(rows: Sequence[Mapping[str, Any]], symbol_bits: int, encoding: GzipEncoding = "bytes") -> dict[str, Any]:
-    """Set-level metrics of scored items (rows with `sequence`, `length`, `gzip_bits` and the kept sample's fields
-    at top level, plus `samples`: every sample's fields)."""
+def aggregate(
+    rows: Sequence[Mapping[str, Any]],
+    symbol_bits: int,
+    encoding: GzipEncoding = DEFAULT_GZIP_ENCODING,
+    prior: ProgramPrior = "uniform",
+) -> dict[str, Any]:
+    """Set-level metrics of scored items (rows with `sequence`, `length`, `gzip_bits`, `program` and the kept sample's
+    fields at top level, plus `samples`: every sample's fields); `prior` prices the programs (the joint-gzip Precision
+    is the gzip prior's alone)."""
     if not rows:
         raise ValueError("no items to aggregate")
     samples = [s for r in rows for s in r["samples"]]
@@ -170,12 +199,18 @@ def aggregate(rows: Sequence[Mapping[str, Any]], symbol_bits: int, encoding: Gzi
         "accuracy": len(correct) / len(rows),
         "sample_accuracy": sum(s["correct"] for s in samples) / len(samples),
         "executable": len(executable) / len(samples),
+        "executable_official": sum(map(executable_official, samples)) / len(samples),
         "executable_accuracy": _mean([float(s["correct"]) for s in executable]),
         "compression_rate": sum(1 + r["y_bits"] for r in rows) / sum(raw_bits),
         "compression_rate_mean": _mean([r["compression_rate"] for r in rows]),
         "compression_rate_gzip_backoff": (gzip_backoff + len(rows)) / sum(raw_bits),
         "precision": _mean([r["precision"] for r in correct]),
         "precision_pooled": kept_program_bits / sum(r["gzip_bits"] for r in correct) if correct else None,
+        "precision_joint_gzip": (
+            joint_gzip_precision([r["program"] for r in correct], [r["sequence"] for r in correct], encoding)
+            if prior == "gzip"
+            else None
+        ),
         "prefix_accuracy": {
             str(k): sum(prefix_matches(k, r["correct_prefix"], r["output_length"], r["length"]) for r in rows)
             / len(rows)
@@ -198,11 +233,15 @@ def first_sample_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
 
 
 def search_summary(
-    rows: Sequence[Mapping[str, Any]], symbol_bits: int, k: int, encoding: GzipEncoding = "bytes"
+    rows: Sequence[Mapping[str, Any]],
+    symbol_bits: int,
+    k: int,
+    encoding: GzipEncoding = DEFAULT_GZIP_ENCODING,
+    prior: ProgramPrior = "uniform",
 ) -> dict[str, Any]:
     """What a search over `k` programs an item (greedy first) bought: the greedy program's metrics alone, and the
     items the samples made correct or shorter."""
-    greedy = aggregate(first_sample_rows(rows), symbol_bits, encoding)
+    greedy = aggregate(first_sample_rows(rows), symbol_bits, encoding, prior)
     found = sum(r["correct"] and not r["samples"][0]["correct"] for r in rows)
     shorter = sum(r["samples"][0]["correct"] and r["y_bits"] < r["samples"][0]["y_bits"] for r in rows)
     return {
@@ -233,6 +272,8 @@ def by_length(rows: Sequence[Mapping[str, Any]], symbol_bits: int) -> list[dict[
 
 
 __all__ = [
+    "DEFAULT_GZIP_ENCODING",
+    "OFFICIAL_MAX_OUTPUT",
     "PREFIXES",
     "SampleScore",
     "aggregate",
@@ -240,9 +281,11 @@ __all__ = [
     "by_length",
     "correct_prefix",
     "encoded_program_bits",
+    "executable_official",
     "first_sample_rows",
     "gzip_size_bits",
     "joined_gzip_bits",
+    "joint_gzip_precision",
     "length_bucket",
     "prefix_matches",
     "score_sample",

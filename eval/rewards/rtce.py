@@ -1,5 +1,6 @@
-"""RTCE rewards: `rtce_answer_reward` (the answer against the reference, as `kt eval rtce` scores it) and
-`rtce_roundtrip_reward` (the model's encoding z^ of x and its decoding x^ of z^, from one answer block).
+"""RTCE rewards: `rtce_answer_reward` (the answer against the reference: numbers exact by default, or within the
+release's tolerance as `kt eval rtce` scores it) and `rtce_roundtrip_reward` (the model's encoding z^ of x and its
+decoding x^ of z^, from one answer block).
 
 Both read rows of `tracegen.rl_data.rtce_rl_rows` and share a mixed dataset: each returns None (not applicable) on
 the other's rows, told apart by the optional `task` column (`roundtrip` or a prediction task).
@@ -21,6 +22,7 @@ from tracegen.tasks import ROUNDTRIP_TASK
 
 Metric = Literal["em", "es"]
 Check = Literal["both", "model", "executed"]
+Tolerance = Literal["exact", "release"]
 
 # Runs in the sandbox after the reference decoder's source: decodes z^ (JSON text, parsed there) and reports a small,
 # bounded result instead of the decoded value itself, which a hostile z^ can make huge.
@@ -40,6 +42,19 @@ _SANDBOX_VERDICTS = {
 }
 
 
+def json_numbers(value: Any) -> list[int | float]:
+    """The numbers of a JSON value in a fixed order (dict values by sorted key; bools are not numbers)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [number for item in value for number in json_numbers(item)]
+    if isinstance(value, dict):
+        return [number for key in sorted(value, key=str) for number in json_numbers(value[key])]
+    return []
+
+
 def _tasks(columns: Mapping[str, list[Any]], count: int) -> list[str | None]:
     tasks = columns.get("task")
     return list(tasks) if tasks is not None else [None] * count
@@ -49,19 +64,31 @@ class RTCEAnswerReward(Reward):
     """The answer (`extract_answer`: last `[ANSWER]` block, first JSON object with `output`) against the row's
     `answer_json` (canonical JSON text of the reference).
 
-    Options: `metric` "em" (1 when `eval.metrics.exact_match`, else 0) or "es" (edit similarity of the canonical
-    JSON texts, in [0, 1]); `failure_reward` (no answer). Verdicts: `correct`, `wrong`, `no_answer`, `bad_row` (an
-    `answer_json` that is not JSON); rows whose `task` is `roundtrip` are not applicable (None).
+    Options: `metric` "em" (1 when correct, else 0) or "es" (edit similarity of the canonical JSON texts, in
+    [0, 1]); `tolerance` "exact" (correct: `eval.metrics.exact_match` with every number equal) or "release" (floats
+    within 1e-3, relative or absolute, as `kt eval rtce` and the release score: an arithmetic-coding answer rounded
+    to 3 decimals, about 10 of its ~50 bits, passes); `failure_reward` (no answer). Verdicts: `correct`, `wrong`,
+    `no_answer`, `bad_row` (an `answer_json` that is not JSON); rows whose `task` is `roundtrip` are not applicable.
     """
 
     name = "rtce_answer_reward"
     required_columns = ("answer_json",)
 
-    def __init__(self, metric: Metric = "em", failure_reward: float = 0.0) -> None:
+    def __init__(self, metric: Metric = "em", tolerance: Tolerance = "exact", failure_reward: float = 0.0) -> None:
         super().__init__(failure_reward)
         if metric not in ("em", "es"):
             raise ValueError(f"metric must be 'em' or 'es', got {metric!r}")
-        self.metric = metric
+        if tolerance not in ("exact", "release"):
+            raise ValueError(f"tolerance must be 'exact' or 'release', got {tolerance!r}")
+        self.metric, self.tolerance = metric, tolerance
+
+    def correct(self, value: Any, reference: Any) -> bool:
+        """Whether the answer is the reference: `exact_match`, and under "exact" tolerance every number equal."""
+        try:
+            matched = exact_match(value, reference)
+            return matched and (self.tolerance == "release" or json_numbers(value) == json_numbers(reference))
+        except RecursionError:  # an answer nested deeper than the reference can be
+            return False
 
     def score_one(self, text: str, answer_json: str) -> Scored:
         try:
@@ -71,10 +98,7 @@ class RTCEAnswerReward(Reward):
         found, value = extract_answer(text)
         if not found:
             return self.failed("no_answer")
-        try:
-            correct = exact_match(value, reference)
-        except RecursionError:  # an answer nested deeper than the reference can be
-            correct = False
+        correct = self.correct(value, reference)
         verdict = "correct" if correct else "wrong"
         if self.metric == "es":
             return Scored(edit_similarity(value, reference), verdict)
@@ -176,4 +200,4 @@ class RTCERoundTripReward(PooledReward):
         return [s if s is not None else self.failed("decoder_error") for s in scored]
 
 
-__all__ = ["DECODE_SOURCE", "RTCEAnswerReward", "RTCERoundTripReward"]
+__all__ = ["DECODE_SOURCE", "RTCEAnswerReward", "RTCERoundTripReward", "json_numbers"]

@@ -92,6 +92,25 @@ def test_answer_reward_malformed_completions_are_no_answer() -> None:
     ]
 
 
+def test_a_rounded_arithmetic_coding_answer_is_paid_only_under_the_release_tolerance() -> None:
+    """Issue 37, item 9: the release's 1e-3 tolerance pays an AE answer rounded to 3 decimals (about 10 of its ~50
+    bits); the reward is exact by default."""
+    record = make_task(get_algorithm("ae"), TASKS[0], X)
+    reference = json.loads(record.answer_json)
+    assert isinstance(reference, float) and round(reference, 3) != reference
+    rounded = [answer(round(reference, 3))]
+    assert scored(RTCEAnswerReward(), rounded, answer_json=[record.answer_json]) == [(0.0, "wrong")]
+    release = RTCEAnswerReward(tolerance="release")
+    assert scored(release, rounded, answer_json=[record.answer_json]) == [(1.0, "correct")]
+    exact = [answer(reference), answer({"a": [1, reference]})]
+    refs = [record.answer_json, json.dumps({"a": [1, reference]})]
+    assert scored(RTCEAnswerReward(), exact, answer_json=refs) == [(1.0, "correct")] * 2
+    near = [answer({"a": [1, round(reference, 3)]}), answer({"a": [1.0, reference]})]
+    assert [v for _, v in scored(RTCEAnswerReward(), near, answer_json=refs[1:] * 2)] == ["wrong", "correct"]
+    with pytest.raises(ValueError, match="tolerance"):
+        RTCEAnswerReward(tolerance="loose")  # type: ignore[arg-type]
+
+
 def test_answer_reward_skips_roundtrip_rows() -> None:
     seen: dict[str, float] = {}
     out = RTCEAnswerReward()(

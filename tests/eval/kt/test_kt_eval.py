@@ -15,7 +15,7 @@ from eval.kt.dataset import DatasetError, load_kt_dataset
 from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig, default_backend, run_kt_eval
 from eval.kt.natural import build_natural_dataset
 from eval.kt.report import PLOT_FILE, PREFIX_PLOT_FILE, REPORT_FILE, SUMMARY_FILE
-from eval.kt.scoring import joined_gzip_bits, sequence_gzip_bits
+from eval.kt.scoring import GzipEncoding, joined_gzip_bits, joint_gzip_precision, sequence_gzip_bits
 from kt_train.cli import main
 from tests.kt_templates import crt_template
 from tests.wandb_records import run_records
@@ -83,7 +83,13 @@ def test_python_predictions_with_bad_completions(synthetic: Path, tmp_path: Path
     assert m["sample_accuracy"] == pytest.approx(3 / 7)
     assert m["verdicts"] == {"correct": 3, "no_code": 1, "syntax_error": 1, "timeout": 1, "wrong_output": 1}
     assert summary["program_prior"] == "gzip"
+    assert m["executable"] == pytest.approx(4 / 7) and m["executable_official"] == pytest.approx(3 / 7)  # `[]`: no
     items = {i["id"]: i for i in map(json.loads, (tmp_path / "out" / ITEMS_FILE).read_text().splitlines())}
+    correct = [items[r["id"]] for r in rows[3:]]
+    programs, sequences = [i["program"] for i in correct], [i["sequence"] for i in correct]
+    assert m["precision_joint_gzip"] == joint_gzip_precision(programs, sequences, "latin1-utf8")
+    report = (tmp_path / "out" / REPORT_FILE).read_text()
+    assert "Precision (joint gzip)" in report and "Executable (release)" in report and "`latin1-utf8`" in report
     item3 = items[rows[3]["id"]]
     assert item3["correct"] and len(item3["samples"]) == 2 and item3["samples"][1]["verdict"] == "wrong_output"
     assert items[rows[0]["id"]]["verdict"] == "no_code"  # prose without code is a recorded verdict
@@ -183,6 +189,20 @@ def test_a_rerun_with_other_settings_is_refused(synthetic: Path, tmp_path: Path)
         run_kt_eval(again, progress=False)
 
 
+def test_a_run_scored_with_the_old_default_encoding_is_not_resumed_with_the_new_one(
+    synthetic: Path, tmp_path: Path
+) -> None:
+    """Issue 37, item 5: the default gzip input changed (`bytes` -> `latin1-utf8`); a run recorded under the old one
+    is refused by a rerun with the default, never mixed into it."""
+    rows = _rows(synthetic)
+    path = _write(tmp_path / "p.jsonl", [{"id": rows[0]["id"], "completions": [rows[0]["program"]]}])
+    out = str(tmp_path / "out")
+    old = KTEvalConfig(dataset=str(synthetic), output=out, predictions=str(path), gzip_encoding="bytes")
+    run_kt_eval(old, progress=False)
+    with pytest.raises(ValueError, match=r"other settings \(gzip_encoding\)"):
+        run_kt_eval(KTEvalConfig(dataset=str(synthetic), output=out, predictions=str(path)), progress=False)
+
+
 def test_plots_are_headed_by_model_set_and_n(synthetic: Path, tmp_path: Path) -> None:
     """The KT plots named neither the model nor the set nor n (per plot or per length bucket)."""
     from eval.kt.plots import caption, length_figure, prefix_figure
@@ -210,11 +230,14 @@ def test_plots_are_headed_by_model_set_and_n(synthetic: Path, tmp_path: Path) ->
 def test_baselines_by_hand(synthetic: Path, tmp_path: Path) -> None:
     sequences = [tuple(r["sequence"]) for r in _rows(synthetic)]
     raw = 8 * sum(map(len, sequences))
-    rates = gzip_rates(sequences, 8, "bytes")
-    assert rates["per_sequence"] == pytest.approx(sum(sequence_gzip_bits(s) for s in sequences) / raw)
-    assert rates["whole_set"] == pytest.approx(joined_gzip_bits(sequences) / raw)
-    expected_backoff = sum(1 + min(sequence_gzip_bits(s), 8 * len(s)) for s in sequences) / raw
-    assert rates["per_sequence_or_raw"] == pytest.approx(expected_backoff)
+    encodings: tuple[GzipEncoding, ...] = ("bytes", "latin1-utf8")
+    for encoding in encodings:
+        rates = gzip_rates(sequences, 8, encoding)
+        per_sequence = [sequence_gzip_bits(s, encoding) for s in sequences]
+        assert rates["per_sequence"] == pytest.approx(sum(per_sequence) / raw)
+        assert rates["whole_set"] == pytest.approx(joined_gzip_bits(sequences, encoding) / raw)
+        expected_backoff = sum(1 + min(bits, 8 * len(s)) for bits, s in zip(per_sequence, sequences)) / raw
+        assert rates["per_sequence_or_raw"] == pytest.approx(expected_backoff)
     assert chunks([(1, 2, 3), (4,)], 2) == [(1, 2), (3,), (4,)]
     assert main(["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(tmp_path / "b")]) == 0
     result = json.loads((tmp_path / "b" / SUMMARY_FILE).read_text())

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import gzip
 import math
+import zlib
+from typing import Any
 
 import pytest
 
 from eval.kt.checking import CheckResult, Verdict
 from eval.kt.scoring import (
+    DEFAULT_GZIP_ENCODING,
+    GzipEncoding,
+    ProgramPrior,
     aggregate,
     best_sample,
     correct_prefix,
@@ -31,8 +36,9 @@ def test_gzip_sizes_by_hand() -> None:
     assert gzip_size_bits(b"") == 8 * 20  # 10-byte header, empty deflate block (2 bytes), CRC32 and size
     assert sequence_gzip_bits(SEQ) == 8 * 24
     assert gzip_size_bits(b"x") == gzip_size_bits(b"y")  # mtime 0: never the clock
-    assert sequence_bytes([65, 200]) == b"A\xc8"
+    assert sequence_bytes([65, 200], "bytes") == b"A\xc8"
     assert sequence_bytes([65, 200], "latin1-utf8") == b"A\xc3\x88"  # the official release's text round trip
+    assert sequence_bytes([65, 200]) == b"A\xc3\x88"  # the release's encoding is the default
     joined = gzip.compress(b"\x01\x02\n\x03", compresslevel=9, mtime=0)
     assert joined_gzip_bits([(1, 2), (3,)]) == 8 * len(joined)
 
@@ -100,9 +106,15 @@ def test_best_sample_keeps_the_shortest_correct_program() -> None:
     assert best_sample([{"correct": False, "y_bits": 32}, {"correct": False, "y_bits": 32}]) == 0
 
 
-def _row(sequence: tuple[int, ...], check: CheckResult, program: str) -> dict:
-    gzip_bits = sequence_gzip_bits(sequence)
-    sample = score_sample(check, program, sequence, 8, "uniform", gzip_bits).as_dict()
+def _row(
+    sequence: tuple[int, ...],
+    check: CheckResult,
+    program: str,
+    prior: ProgramPrior = "uniform",
+    encoding: GzipEncoding = "bytes",
+) -> dict:
+    gzip_bits = sequence_gzip_bits(sequence, encoding)
+    sample = score_sample(check, program, sequence, 8, prior, gzip_bits).as_dict() | {"program": program}
     return (
         {"length": len(sequence), "sequence": list(sequence), "gzip_bits": gzip_bits} | sample | {"samples": [sample]}
     )
@@ -148,3 +160,66 @@ def test_length_buckets() -> None:
 def test_aggregate_refuses_an_empty_set() -> None:
     with pytest.raises(ValueError, match="no items"):
         aggregate([], symbol_bits=8)
+
+
+def _gzip_bits_by_zlib(data: bytes) -> int:
+    return 8 * len(zlib.compress(data, 9, wbits=31))  # the gzip container, written by zlib itself
+
+
+def test_precision_joint_gzip_is_the_release_formula() -> None:
+    """Issue 37, item 4: the release's Precision of prompted models gzips the correct programs' texts, newline-joined,
+    as one stream and their sequences (Latin-1 text, UTF-8) the same way; the per-sequence mean is another number."""
+    sequences = [tuple(range(120, 200)), (255, 0, 255, 0, 7, 7, 7, 7) * 6, (3, 1, 4, 1, 5, 9, 2, 6)]
+    programs = [
+        "output = list(range(120, 200))",
+        "output = [255, 0] * 2 + [255, 0, 7, 7, 7, 7] * 5 + [255, 0, 255, 0, 7, 7, 7, 7]",
+        "output = [3, 1, 4]",  # wrong: left out of both streams
+    ]
+    checks = [CheckResult(Verdict.CORRECT, list(s), len(s)) for s in sequences[:2]]
+    checks.append(CheckResult(Verdict.WRONG_OUTPUT, [3, 1, 4], 3))
+    encodings: tuple[GzipEncoding, ...] = ("latin1-utf8", "bytes")
+    for encoding in encodings:
+        rows = [_row(s, c, p, "gzip", encoding) for s, c, p in zip(sequences, checks, programs, strict=True)]
+        m = aggregate(rows, symbol_bits=8, encoding=encoding, prior="gzip")
+        release = encoding == "latin1-utf8"
+        texts = [bytes(s).decode("latin1").encode("utf-8") if release else bytes(s) for s in sequences]
+        expected = _gzip_bits_by_zlib("\n".join(programs[:2]).encode("utf-8")) / _gzip_bits_by_zlib(
+            b"\n".join(texts[:2])
+        )
+        assert abs(m["precision_joint_gzip"] - expected) < 1e-9
+        per_sequence = [_gzip_bits_by_zlib(p.encode()) / _gzip_bits_by_zlib(t) for p, t in zip(programs, texts)]
+        assert m["precision"] == pytest.approx(sum(per_sequence[:2]) / 2)
+        assert abs(m["precision_joint_gzip"] - m["precision"]) > 0.05
+    assert aggregate(rows, symbol_bits=8, prior="uniform")["precision_joint_gzip"] is None  # uniform: not gzip text
+    assert aggregate(rows[2:], symbol_bits=8, prior="gzip")["precision_joint_gzip"] is None  # no correct program
+
+
+def test_executable_official_drops_outputs_past_256_elements_and_empty_ones() -> None:
+    """Issue 37, item 6: the release's post-processing blanks an output of more than 256 elements (and an empty
+    list is not executable there either); `executable` keeps both."""
+    seq = (1, 2, 3)
+    lengths = [0, 1, 3, 256, 257, 1000]
+    samples: list[dict[str, Any]] = []
+    for n in lengths:
+        verdict = Verdict.CORRECT if n == 3 else Verdict.WRONG_OUTPUT
+        check = CheckResult(verdict, ([1, 2, 3] + [0] * n)[: min(n, 4)], n)
+        samples.append(score_sample(check, "p", seq, 8, "gzip", 200).as_dict() | {"program": "p"})
+    samples.append(score_sample(CheckResult(Verdict.RUNTIME_ERROR, error="x"), "p", seq, 8, "gzip", 200).as_dict())
+    row = {"length": 3, "sequence": list(seq), "gzip_bits": 200} | samples[2] | {"samples": samples}
+    m = aggregate([row], symbol_bits=8, prior="gzip")
+    assert m["executable"] == pytest.approx(6 / 7)
+    assert m["executable_official"] == pytest.approx(3 / 7)  # 1, 3 and 256 elements
+
+
+def test_the_release_encoding_is_the_default() -> None:
+    """Issue 37, item 5: the gzip back-off CompressionRate reads the release's figure by default."""
+    from eval.kt.baselines import BaselineConfig
+    from eval.kt.evaluate import KTEvalConfig
+
+    assert DEFAULT_GZIP_ENCODING == "latin1-utf8" and BaselineConfig().gzip_encoding == DEFAULT_GZIP_ENCODING
+    config = KTEvalConfig(dataset="d", output="o", predictions="p.jsonl")
+    assert config.gzip_encoding == DEFAULT_GZIP_ENCODING
+    failed = (200, 201, 202, 7)
+    rows = [_row(failed, CheckResult(Verdict.WRONG_OUTPUT, [1], 1), "p", "gzip", "latin1-utf8")]
+    release = _gzip_bits_by_zlib(bytes(failed).decode("latin1").encode("utf-8"))
+    assert aggregate(rows, symbol_bits=8)["compression_rate_gzip_backoff"] == pytest.approx((release + 1) / 32)

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from tqdm import tqdm
@@ -15,6 +15,9 @@ from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
 from tracegen.inputs import InputItem, LengthRange, generate_inputs
 from tracegen.prompts import PromptStyle
 from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode, system_message
+
+if TYPE_CHECKING:
+    from tracegen.release_prompts import ReleasePrompt
 
 CORPUS_FILE = "rtce.json"
 SUMMARY_FILE = "summary.json"
@@ -44,13 +47,19 @@ def roundtrips(algorithm: Algorithm, text: str) -> bool:
     return safe_decode(algorithm, algorithm.encode(text), algorithm.freq(text)) == text
 
 
-def algorithm_entry(algorithm: Algorithm, text: str, style: PromptStyle = "paper") -> dict[str, Any]:
-    """freq, z, roundtrip_ok and the four task records of one input under one algorithm."""
+def algorithm_entry(
+    algorithm: Algorithm, text: str, style: PromptStyle = "paper", rendered: Mapping[str, ReleasePrompt] | None = None
+) -> dict[str, Any]:
+    """freq, z, roundtrip_ok and the four task records of one input under one algorithm (prompts `rendered` by the
+    release's code for the `release` style, with where they show the given value: `given_span`)."""
     tasks = {}
     for task in TASKS:
-        record = make_task(algorithm, task, text, style)
+        release = rendered[task.value] if rendered is not None else None
+        record = make_task(algorithm, task, text, style, prompt=release.user if release is not None else None)
         tasks[task.value] = {"prompt": record.prompt, "answer": record.answer, "answer_json": record.answer_json}
         tasks[task.value]["label_exact"] = record.label_exact
+        if release is not None:
+            tasks[task.value]["given_span"] = list(release.given_span)
     return {
         "freq": algorithm.freq(text),
         "z": algorithm.to_json(algorithm.encode(text)),
@@ -59,8 +68,13 @@ def algorithm_entry(algorithm: Algorithm, text: str, style: PromptStyle = "paper
     }
 
 
-def corpus_entry(item: InputItem, algorithms: Mapping[str, Algorithm], style: PromptStyle = "paper") -> dict[str, Any]:
-    """One item of the unified corpus."""
+def corpus_entry(
+    item: InputItem,
+    algorithms: Mapping[str, Algorithm],
+    style: PromptStyle = "paper",
+    rendered: Mapping[str, Mapping[str, ReleasePrompt]] | None = None,
+) -> dict[str, Any]:
+    """One item of the unified corpus (`rendered`: its release prompts per algorithm, `release` style)."""
     return {
         "id": item.id,
         "family": item.family,
@@ -68,7 +82,10 @@ def corpus_entry(item: InputItem, algorithms: Mapping[str, Algorithm], style: Pr
         "input": item.text,
         "length": len(item.text),
         "metadata": item.metadata,
-        "algorithms": {name: algorithm_entry(alg, item.text, style) for name, alg in algorithms.items()},
+        "algorithms": {
+            name: algorithm_entry(alg, item.text, style, rendered[name] if rendered else None)
+            for name, alg in algorithms.items()
+        },
     }
 
 
@@ -104,12 +121,15 @@ def write_raw(output: Path, corpus: list[dict[str, Any]], names: list[str]) -> N
         _write_text(output / "raw" / f"{name}.jsonl", "\n".join(lines) + "\n")
 
 
-def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: PromptStyle, command: str) -> int:
+def write_hf(
+    output: Path, corpus: list[dict[str, Any]], source: str, style: PromptStyle, command: str, system: str | None
+) -> int:
     """hf/: the rows as a dataset (`kt_train.hf_dataset`, loadable offline); returns the row count."""
     rows = [row for entry in corpus for row in hf_rows(entry)]
     schema = pa.schema([(col, pa.bool_() if col in BOOL_COLUMNS else pa.string()) for col in HF_COLUMNS])
+    note = "" if system is None else f"; send them after the system message `{system}`"
     description = CARD_DESCRIPTION.format(
-        source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=_system_note(style)
+        source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=note
     )
     info = CardInfo(
         pretty_name="RTCE: round-trip code execution", description=description, command=command,
@@ -119,13 +139,8 @@ def write_hf(output: Path, corpus: list[dict[str, Any]], source: str, style: Pro
     return len(rows)
 
 
-def _system_note(style: PromptStyle) -> str:
-    system = system_message(style)
-    return "" if system is None else f"; send them after the system message `{system}`"
-
-
 def summarize(
-    corpus: list[dict[str, Any]], names: list[str], settings: dict[str, Any], num_rows: int
+    corpus: list[dict[str, Any]], names: list[str], settings: dict[str, Any], num_rows: int, system: str | None
 ) -> dict[str, Any]:
     """The build settings; counts per family, category and algorithm; round-trip failures and, per algorithm and
     task, the prompts whose label the shown code does not return."""
@@ -135,7 +150,7 @@ def summarize(
         for name in names
     }
     return settings | {
-        "system_prompt": system_message(settings["prompt_style"]),
+        "system_prompt": system,
         "num_items": len(corpus),
         "num_rows": num_rows,
         "families": dict(sorted(Counter(e["family"] for e in corpus).items())),
@@ -156,18 +171,20 @@ def build_benchmark(
     style: PromptStyle = "paper",
     release_dir: Path | str | None = None,
     families: Sequence[str] | None = None,
-    huffman_target: str = "triple",
+    huffman_target: str | None = None,
     lengths: LengthRange | None = None,
 ) -> dict[str, Any]:
     """Write rtce.json, raw/<algorithm>.jsonl, hf/ and summary.json under `output`; return the summary.
 
     Inputs are generated (`seed`, `num_inputs`, optionally only `families`) or, with `release_dir`, the paper's
     released inputs in their order (`tracegen.release`; refused where our encoders do not reproduce its outputs).
-    `style` frames the prompts (`tracegen.prompts`), `huffman_target` is Huffman's z (`triple` or `bytes`),
+    `style` frames the prompts (`tracegen.prompts`; `release`: the release's own, by its code in `release_dir`),
+    `huffman_target` is Huffman's z (`triple`, or `bytes`, the default and only choice of the `release` style),
     `lengths` cuts generated inputs to short windows (`tracegen.inputs.LengthRange`).
     Byte-identical output for identical arguments (no timestamps; every dict is built in a fixed order).
     """
     output = Path(output)
+    huffman_target = _huffman_target(style, huffman_target, release_dir)
     algorithms = default_algorithms(huffman_target) if algorithms is None else algorithms
     names = list(algorithms)
     settings: dict[str, Any] = {"prompt_style": style, "huffman_target": huffman_target}
@@ -181,13 +198,36 @@ def build_benchmark(
         if lengths is not None:
             settings["input_lengths"] = [lengths.min_chars, lengths.max_chars]
         source = f"generated, seed {seed}"
-    corpus = [corpus_entry(item, algorithms, style) for item in tqdm(items, desc="RTCE items", disable=not progress)]
+    system, rendered = system_message(style), None
+    if style == "release":
+        from tracegen.release_prompts import release_system_message, render_release_prompts
+
+        assert release_dir is not None  # checked by _huffman_target
+        rendered = render_release_prompts(release_dir, items, algorithms)
+        system = release_system_message(rendered)
+    corpus = [
+        corpus_entry(item, algorithms, style, {name: p[index] for name, p in rendered.items()} if rendered else None)
+        for index, item in enumerate(tqdm(items, desc="RTCE items", disable=not progress))
+    ]
     _write_text(output / CORPUS_FILE, json.dumps(corpus, ensure_ascii=False, indent=1) + "\n")
     write_raw(output, corpus, names)
-    num_rows = write_hf(output, corpus, source, style, _command(settings, num_inputs, release_dir))
-    summary = summarize(corpus, names, settings, num_rows)
+    num_rows = write_hf(output, corpus, source, style, _command(settings, num_inputs, release_dir), system)
+    summary = summarize(corpus, names, settings, num_rows, system)
     _write_text(output / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _huffman_target(style: PromptStyle, target: str | None, release_dir: Path | str | None) -> str:
+    """Huffman's z for `style`: `triple` by default; the `release` style needs the release and its z, the bytes."""
+    if style != "release":
+        return target or "triple"
+    if release_dir is None:
+        raise ValueError("--prompt-style release renders the release's own prompts: it needs --release-dir")
+    if target == "triple":
+        raise ValueError(
+            "--prompt-style release asks for the release's Huffman z, the bytes: use --huffman-target bytes"
+        )
+    return "bytes"
 
 
 def _command(settings: dict[str, Any], num_inputs: int, release_dir: Path | str | None) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from kt_train.cli import fail
 from tracegen.algorithms import ALGORITHMS, HUFFMAN_TARGETS, get_algorithm
 from tracegen.inputs import FAMILIES
-from tracegen.prompts import PROMPT_STYLES
+from tracegen.prompts import BUILD_PROMPT_STYLES
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -106,16 +106,17 @@ def register(subparsers: Any) -> None:
     )
     build.add_argument(
         "--prompt-style",
-        choices=PROMPT_STYLES,
+        choices=BUILD_PROMPT_STYLES,
         default="paper",
         help="paper: one generic worked example and the release's system message (default); release-blind: the "
-        "release's blinded variant; demo: a worked example of the same algorithm and task",
+        "release's blinded variant; demo: a worked example of the same algorithm and task; release: the release's "
+        "own prompts, rendered by its src/data/build_codeio_msg.py from the --release-dir checkout (runs its code)",
     )
     build.add_argument(
         "--huffman-target",
         choices=HUFFMAN_TARGETS,
-        default="triple",
-        help="Huffman's z: triple (encoded bytes, codebook, padding: the paper's listings; default) or bytes (the "
-        "release's: the packed bytes only, the decoder reads sum(FREQ_DICT) symbols)",
+        help="Huffman's z: triple (encoded bytes, codebook, padding: the paper's listings; the default) or bytes (the "
+        "release's: the packed bytes only, the decoder reads sum(FREQ_DICT) symbols; the default and only choice of "
+        "--prompt-style release)",
     )
     build.set_defaults(handler=_guarded(_build))

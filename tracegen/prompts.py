@@ -13,6 +13,8 @@ Styles (`PROMPT_STYLES`):
   identifiers are renamed (the parameter to `x`, every local to a short name: `blind_source`), so the model cannot
   recall the algorithm by its name.
 - `demo`: kt-train's earlier format, a worked example of the same algorithm and task (`tracegen.tasks`).
+- `release` (`kt rtce build --release-dir` only): the release's own prompts, rendered by the release's code from the
+  checkout at build time (`tracegen.release_prompts`); `paper` is our rendering of the same framing.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import keyword
 import tokenize
 from typing import Any, Literal
 
-PromptStyle = Literal["paper", "release-blind", "demo"]
+PromptStyle = Literal["paper", "release-blind", "demo", "release"]
 PROMPT_STYLES: tuple[str, ...] = ("paper", "release-blind", "demo")
+"""The styles rendered here, for any inputs."""
+BUILD_PROMPT_STYLES: tuple[str, ...] = (*PROMPT_STYLES, "release")
+"""With `release`: the release's own prompts, rendered by its code at build time (`tracegen.release_prompts`)."""
 SYSTEM_MESSAGE = (
     "You are a helpful programming assistant designed to execute code. You must verify your own output via a "
     "round\u2011trip check and self\u2011correct before returning the final JSON."
@@ -207,6 +212,7 @@ def paper_prompt(
 
 __all__ = [
     "ANSWER_TYPES",
+    "BUILD_PROMPT_STYLES",
     "PROMPT_STYLES",
     "STRING_ANSWER_TYPE",
     "SYSTEM_MESSAGE",

@@ -188,6 +188,8 @@ def task_prompt(
     algorithm: Algorithm, task: Task, given_json: Any, freq: dict[str, int] | None, style: PromptStyle = "paper"
 ) -> str:
     """The full prompt for showing `given_json` (x for output tasks, JSON z for input tasks) to a model."""
+    if style == "release":
+        raise ValueError("release prompts are rendered by the release's own code (tracegen.release_prompts)")
     if style != "demo":
         variant = getattr(algorithm, "variant", "")
         return paper_prompt(
@@ -261,8 +263,11 @@ def roundtrip_prompt(algorithm: Algorithm, x: str, freq: dict[str, int] | None) 
     return "\n\n".join(parts) + "\n"
 
 
-def make_task(algorithm: Algorithm, task: Task | str, x: str, style: PromptStyle = "paper") -> TaskRecord:
-    """The task record for input string `x` (z, FREQ_DICT and the answer are computed from `x`).
+def make_task(
+    algorithm: Algorithm, task: Task | str, x: str, style: PromptStyle = "paper", prompt: str | None = None
+) -> TaskRecord:
+    """The task record for input string `x` (z, FREQ_DICT and the answer are computed from `x`; the prompt too,
+    unless `prompt` gives it, as the release's renderer does for the `release` style).
 
     O/P Pred and I/P Pred-I are exact by construction (enc(x) = z). I/P Pred is labelled with dec(z) where the
     decoder returns, else x; O/P Pred-I with z, exact where dec(z) = x.
@@ -279,7 +284,7 @@ def make_task(algorithm: Algorithm, task: Task | str, x: str, style: PromptStyle
         given = z_json
         answer = decoded if task is Task.INPUT_PRED and decoded is not None else x
         exact = task is Task.INPUT_PRED_INV or decoded is not None
-    return _record(algorithm, task, given, answer, freq, style, exact)
+    return _record(algorithm, task, given, answer, freq, style, exact, prompt)
 
 
 def safe_decode(algorithm: Algorithm, z: Any, freq: dict[str, int] | None) -> str | None:
@@ -303,8 +308,9 @@ def _record(
     freq: dict[str, int] | None,
     style: PromptStyle = "demo",
     exact: bool = True,
+    prompt: str | None = None,
 ) -> TaskRecord:
-    prompt = task_prompt(algorithm, task, given, freq, style)
+    prompt = task_prompt(algorithm, task, given, freq, style) if prompt is None else prompt
     return TaskRecord(task.value, algorithm.name, given, prompt, answer, dumps(answer), exact)
 
 

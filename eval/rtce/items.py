@@ -33,6 +33,7 @@ class RTCEItem:
     label_exact: bool = True  # False: the shown code does not return the label (float AE decoding; the release's)
     prompt_style: str = "demo"  # how the benchmark framed its prompts (`tracegen.prompts`); follow-up prompts too
     huffman_target: str = "triple"  # Huffman's z in this benchmark (`tracegen.algorithms.HUFFMAN_TARGETS`)
+    given_span: tuple[int, int] | None = None  # `release` style: where the prompt shows its given value
 
 
 def load_items(
@@ -74,6 +75,7 @@ def load_items(
                         label_exact=record.get("label_exact", per_algorithm["roundtrip_ok"]),
                         prompt_style=style,
                         huffman_target=target,
+                        given_span=tuple(record["given_span"]) if "given_span" in record else None,
                     )
                 )
     return items

@@ -20,11 +20,17 @@ from eval.rtce.items import RTCEItem
 from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
 from kt_train.records import run_resumable
 from tracegen.algorithms import get_algorithm
+from tracegen.release_prompts import RELEASE_STYLE, with_given
 from tracegen.tasks import Task, task_prompt
 
 
 def roundtrip_prompt(item: RTCEItem, z_hat: Any) -> str:
-    """The I/P Pred prompt of `item`'s input and algorithm, showing the model's own encoding `z_hat`."""
+    """The I/P Pred prompt of `item`'s input and algorithm, showing the model's own encoding `z_hat` (the `release`
+    style: the release's prompt with `z_hat` where it shows z)."""
+    if item.prompt_style == RELEASE_STYLE:
+        if item.given_span is None:
+            raise ValueError(f"{item.id}: a release-style prompt without `given_span` (rebuild the benchmark)")
+        return with_given(item.prompt, item.given_span, z_hat)
     algorithm = get_algorithm(item.algorithm, item.huffman_target)
     return task_prompt(algorithm, Task.INPUT_PRED, z_hat, item.freq, item.prompt_style)
 

@@ -9,41 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tracegen.algorithms import ALGORITHMS
+from tests.tracegen.release_fixtures import RELEASE_INPUTS, release_output, write_release
+from tracegen.algorithms import algorithms_for
 from tracegen.benchmark import build_benchmark, load_corpus, load_summary
-from tracegen.release import release_family, release_inputs
+from tracegen.release import check_release_outputs, release_family, release_inputs
 from tracegen.tasks import TASKS
-
-# (input, category) in the release's format: category names as the release spells them, some long AE inputs.
-RELEASE_INPUTS = [
-    ("UUUUUUUU", "string_char_repeat"),
-    ("ACGTTGCAACGGT", "string_dna_random"),
-    ("2024-01-01 12:00:00 WARNING disk usage at 91% on /dev/sda1 (threshold 90%)", "log_warning"),
-    ("app:\n  name: shop\n  port: 8080\n  debug: false\n", "yaml_app_config"),
-    ("id,qty,price\n1,4,9.50\n2,1,3.25\n", "tabular_csv_numeric"),
-    ("ABABAB", "string_alternating_pattern"),
-]
-
-
-def release_output(algorithm: str, text: str) -> object:
-    """What the release's data.json records: the encoder output (Huffman: its bytes only)."""
-    z = ALGORITHMS[algorithm].to_json(ALGORITHMS[algorithm].encode(text))
-    return z[0] if algorithm == "huffman" else z
-
-
-def write_release(root: Path, inputs: list[tuple[str, str]] = RELEASE_INPUTS, layout: str = "checkout") -> Path:
-    """A release folder of the given layout: a checkout (data/processed/<alg>/data.json) or <alg>.json files."""
-    for algorithm in ALGORITHMS:
-        ios = [{"input": x, "output": release_output(algorithm, x), "category": c} for x, c in inputs]
-        data = {"problem_description": f"Compress the input string using {algorithm.upper()} compression.", "ios": ios}
-        path = (
-            root / "data" / "processed" / algorithm / "data.json"
-            if layout == "checkout"
-            else root / f"{algorithm}.json"
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=4), encoding="utf-8")
-    return root
 
 
 @pytest.mark.parametrize("layout", ["checkout", "flat"])
@@ -124,3 +94,25 @@ def test_grpo_rows_refuse_the_huffman_bytes_target(tmp_path: Path) -> None:
     assert rtce_rl_rows(tmp_path, ["lzw"])  # the other algorithms are unaffected
     with pytest.raises(ValueError, match="triple target"):
         rtce_rl_rows(tmp_path, ["huffman"])
+
+
+@pytest.mark.parametrize("target", ["triple", "bytes"])
+def test_both_huffman_targets_reproduce_the_recorded_bytes(tmp_path: Path, target: str) -> None:
+    root = write_release(tmp_path)
+    mismatches = check_release_outputs(root, algorithms_for(target))
+    assert mismatches == {name: [] for name in ("lzw", "ae", "rle", "huffman")}
+
+
+def test_cli_build_release_dir_with_the_huffman_bytes_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from kt_train.cli import main
+
+    root = write_release(tmp_path / "r")
+    args = ["rtce", "build", "--output", str(tmp_path / "b"), "--release-dir", str(root), "--huffman-target", "bytes"]
+    assert main(args) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["huffman_target"] == "bytes"
+    for entry, (x, _category) in zip(load_corpus(tmp_path / "b"), RELEASE_INPUTS, strict=True):
+        tasks = entry["algorithms"]["huffman"]["tasks"]
+        assert tasks["output_pred"]["answer"] == tasks["output_pred_inv"]["answer"] == release_output("huffman", x)
+        assert tasks["input_pred"]["answer"] == tasks["input_pred_inv"]["answer"] == x

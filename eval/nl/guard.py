@@ -1,20 +1,32 @@
 """The rule-based leakage guard of the NL round trip and the generator-fault checks (NL paper §2.2, App. C).
 
-A word problem must carry the expression's structure through prose alone. Three regex checks reject leaked notation:
+A word problem must carry the expression's structure through prose alone. Every check reads the text as
+`eval.nl.guard_text.normalize_text` writes it (HTML entities decoded, NFKC, invisible characters removed, every space
+and line break a plain space, operator and bracket look-alikes such as ``× ÷ ＋ – [ ]`` made ASCII), so NBSPs,
+zero-width spaces, newlines and fullwidth or typographic glyphs cannot hide a leak. Three regex checks reject leaked
+notation:
 
 1. operator adjacency: an operand (letter, digit, placeholder ``{X}`` or closing parenthesis), optional spaces, an
    operator of ``GuardConfig.operator_class`` (the paper's ``[+*/]``), optional spaces, an operand (letter, digit,
-   placeholder or opening parenthesis): ``A + B``, ``{A}*{B}``, ``3/4``. The match is character-level, as in the paper,
-   so ``and/or`` and markdown ``*italics*`` after a word count as leaks too;
+   placeholder or opening parenthesis): ``A + B``, ``{A}*{B}``, ``3/4``. The match is character-level, as in the
+   paper, so ``and/or`` and markdown ``*italics*`` after a word count as leaks too. The minus sign ``−`` (U+2212,
+   never a hyphen) between two operand tokens counts as well (``A − B``, ``5 − 3``; ``to −5 degrees`` passes);
 2. a parenthesis opening right before a variable token (a single capital letter or a placeholder): ``(A``, ``({A}``;
 3. a parenthesis closing right after one: ``B)``, ``{B})``.
 
-Known gaps kept on purpose in the default mode (App. C, "Known regex gaps"): the minus sign is not an operator there
-because ``-`` is also the English hyphen (``A - B`` and ``5 - 3`` pass), and only letter-adjacent parentheses count
-(``(5 - 3)`` passes). ``GuardConfig(strict=True)`` closes them: the glyphs ``× ÷ = ^ −`` anywhere, a minus between
-two operand tokens (single letters, numbers, placeholders, parentheses; ``twenty-one`` still passes), and
-digit-adjacent parentheses. Because guard rejections are charged as round-trip failures, a stricter guard only lowers
-accuracy (the paper's bias-direction argument).
+Notation the paper's regexes do not see is a leak too (verdict ``leak``, kinds in `GuardResult.notation`, in
+`NOTATION_KINDS` order): ``latex`` (``\\frac``, ``\\cdot`` and other math commands, ``^{..}``, a ``$..$`` span holding
+an operator), ``ast`` (a bracketed prefix tree of any bracket kind, ``(+ A (* B C))``, ``[+ {A} [* {B} {C}]]``,
+``(add 3 4)``, or a quoted operator as in a JSON AST), ``spelled`` (symbols named in words: "open parenthesis",
+"plus sign", "asterisk"), ``encoded`` (base64, hex or percent-encoded text that decodes to a leak under the strict
+checks) and ``reversed`` (a text that leaks read backwards, ``}C{ * }B{ + }A{``, and not forwards).
+
+Known gaps kept on purpose in the default mode (App. C, "Known regex gaps"): the hyphen-minus is not an operator there
+because ``-`` is also the English hyphen (``A - B`` and ``5 - 3`` pass, and so do ``A – B`` with an en dash), and only
+letter-adjacent parentheses count (``(5 - 3)`` passes). ``GuardConfig(strict=True)`` closes them: the glyphs ``= ^ −``
+anywhere, a minus between two operand tokens (single letters, numbers, placeholders, parentheses; ``twenty-one``
+still passes), and digit-adjacent parentheses. Because guard rejections are charged as round-trip failures, a
+stricter guard only lowers accuracy (the paper's bias-direction argument).
 
 Generator faults are counted apart from leaks: placeholders missing from the text, and degenerate repetition (a word
 n-gram repeated ``repetition_count`` times, small models looping). Only operator adjacency enters the paper's Leak %
@@ -30,8 +42,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from dsl.expr.prompts import PLACEHOLDER, placeholder
+from eval.nl.guard_text import MINUS_SIGN, decoded_payloads, normalize_text
 
 GUARD_VERDICTS = ("pass", "no_output", "leak", "paren_leak", "missing_placeholder", "degenerate")
+NOTATION_KINDS = ("latex", "ast", "spelled", "encoded", "reversed")
 
 # A variable token: a capital letter that is a word on its own, or a placeholder.
 _VARIABLE = rf"(?:(?<![A-Za-z0-9_])[A-Z](?![A-Za-z0-9_])|{PLACEHOLDER})"
@@ -40,11 +54,28 @@ _OPERAND_AFTER = rf"(?:[A-Za-z0-9(]|{PLACEHOLDER})"
 _PAREN_OPEN = re.compile(rf"\([ \t]*{_VARIABLE}")
 _PAREN_CLOSE = re.compile(rf"{_VARIABLE}[ \t]*\)")
 # Strict mode: glyphs that never occur in plain prose, a minus between operand tokens, digit-adjacent parentheses.
-_STRICT_GLYPHS = re.compile(r"[×÷=^−]")
+_STRICT_GLYPHS = re.compile(rf"[=^{MINUS_SIGN}]")
 _TOKEN_BEFORE = rf"(?:(?<![A-Za-z])[A-Za-z]|\d|\)|{PLACEHOLDER})"
 _TOKEN_AFTER = rf"(?:[A-Za-z](?![A-Za-z])|\d|\(|{PLACEHOLDER})"
 _STRICT_MINUS = re.compile(rf"{_TOKEN_BEFORE}[ \t]*-[ \t]*{_TOKEN_AFTER}")
+_SIGN_MINUS = re.compile(rf"{_TOKEN_BEFORE}[ \t]*{MINUS_SIGN}[ \t]*{_TOKEN_AFTER}")  # every mode: never a hyphen
 _DIGIT_PARENS = re.compile(r"\([ \t]*\d|\d[ \t]*\)")
+# Notation beyond operator adjacency (NOTATION_KINDS).
+_LATEX = re.compile(
+    r"\\(?:[dt]?frac|c?dots?|times|div|ast|pm|mp|sqrt|left|right|over|binom)(?![A-Za-z])|[\^_][ \t]*\{"
+)
+_MATH_SPAN = re.compile(r"\$([^$]+)\$")
+_ATOM = rf"(?:{_VARIABLE}|\d+)"
+_OPERATOR_WORD = r"(?i:add|sub|subtract|mul|multiply|div|divide|plus|minus|times)(?![A-Za-z])"
+_PREFIX_OPERATOR = rf"(?:[-+*/{MINUS_SIGN}]|{_OPERATOR_WORD})"
+_PREFIX_AST = re.compile(rf"[({{][ \t]*{_PREFIX_OPERATOR}[ \t]*{_ATOM}[ \t]*(?:{_ATOM}|[({{])")
+_QUOTED_OPERATOR = re.compile(rf"[\"'][ \t]*[-+*/{MINUS_SIGN}][ \t]*[\"']")
+_SYMBOL_NAMES = re.compile(  # searched in lower case; "left bracket" is left alone (shelf hardware)
+    r"(?<![a-z])(?:(?:open(?:ing)?|clos(?:e|ed|ing))[ -]?(?:paren(?:s|thesis|theses)?|brackets?|braces?)"
+    r"|(?:left|right)[ -]?paren(?:s|thesis|theses)?"
+    r"|(?:plus|minus|times|multiplication|multiply|division|divide|equals?)[ -]signs?"
+    r"|asterisks?|forward[ -]?slash(?:es)?|obelus)(?![a-z])"
+)
 _WORD = re.compile(r"\{\w+\}|[a-z0-9']+")
 _LABEL = re.compile(r"^[\s*_#]*word[ _-]?problem[\s*_]*:[\s*_]*", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"^[ \t*_#>-]*(?:expression|answer)[ \t*_]*:", re.IGNORECASE | re.MULTILINE)
@@ -61,7 +92,7 @@ class GuardConfig:
     )
     strict: bool = field(
         default=False,
-        metadata={"help": "also reject × ÷ = ^ glyphs, a minus between operands and digit-adjacent parentheses"},
+        metadata={"help": "also reject = ^ − glyphs, a minus between operands and digit-adjacent parentheses"},
     )
     repetition_ngram: int = field(default=6, metadata={"help": "word n-gram length of the repetition check"})
     repetition_count: int = field(
@@ -90,10 +121,14 @@ class GuardResult:
     paren_leak: bool = False
     missing: tuple[str, ...] = ()
     degenerate: bool = False
+    notation: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in GUARD_VERDICTS:
             raise ValueError(f"verdict must be one of {GUARD_VERDICTS}, got {self.verdict!r}")
+        unknown = set(self.notation) - set(NOTATION_KINDS)
+        if unknown:
+            raise ValueError(f"notation kinds must be in {NOTATION_KINDS}, got {sorted(unknown)}")
 
     @property
     def leak_pass(self) -> bool:
@@ -106,23 +141,67 @@ class GuardResult:
         return self.verdict == "pass"
 
 
+_STRICT = GuardConfig(strict=True)
+
+
 @lru_cache(maxsize=32)
 def _operator_pattern(operator_class: str) -> re.Pattern[str]:
     return re.compile(rf"{_OPERAND_BEFORE}[ \t]*{operator_class}[ \t]*{_OPERAND_AFTER}")
 
 
+def _operator_leak(normalized: str, config: GuardConfig) -> bool:
+    if _operator_pattern(config.operator_class).search(normalized) or _SIGN_MINUS.search(normalized):
+        return True
+    return config.strict and bool(_STRICT_GLYPHS.search(normalized) or _STRICT_MINUS.search(normalized))
+
+
+def _paren_leak(normalized: str, config: GuardConfig) -> bool:
+    if _PAREN_OPEN.search(normalized) or _PAREN_CLOSE.search(normalized):
+        return True
+    return config.strict and bool(_DIGIT_PARENS.search(normalized))
+
+
+def _written_notation(normalized: str) -> tuple[str, ...]:
+    """The kinds of notation written out in a normalized text: latex, ast, spelled."""
+    spans = (match.group(1) for match in _MATH_SPAN.finditer(normalized))
+    found = {
+        "latex": bool(_LATEX.search(normalized)) or any(_operator_leak(span, _STRICT) for span in spans),
+        "ast": bool(_PREFIX_AST.search(normalized) or _QUOTED_OPERATOR.search(normalized)),
+        "spelled": bool(_SYMBOL_NAMES.search(normalized.lower())),
+    }
+    return tuple(kind for kind, present in found.items() if present)
+
+
+def _leaks(normalized: str, config: GuardConfig) -> bool:
+    """Any written leak in a normalized text: operator adjacency, parentheses or written notation."""
+    return _operator_leak(normalized, config) or _paren_leak(normalized, config) or bool(_written_notation(normalized))
+
+
+def _notation(normalized: str, config: GuardConfig, operator_or_paren_leak: bool) -> tuple[str, ...]:
+    """`notation_leaks` of a normalized text whose operator and parenthesis checks are already known."""
+    kinds = _written_notation(normalized)
+    if any(_leaks(payload, _STRICT) for payload in decoded_payloads(normalized)):
+        kinds += ("encoded",)
+    if not (operator_or_paren_leak or kinds) and _leaks(normalized[::-1], config):
+        kinds += ("reversed",)
+    return kinds
+
+
 def has_operator_leak(text: str, config: GuardConfig = GuardConfig()) -> bool:
     """Check 1: an operator of the configured class between two operands (strict: also glyphs and a minus)."""
-    if _operator_pattern(config.operator_class).search(text):
-        return True
-    return config.strict and bool(_STRICT_GLYPHS.search(text) or _STRICT_MINUS.search(text))
+    return _operator_leak(normalize_text(text), config)
 
 
 def has_paren_leak(text: str, config: GuardConfig = GuardConfig()) -> bool:
     """Checks 2 and 3: a parenthesis opening before or closing after a variable token (strict: also a digit)."""
-    if _PAREN_OPEN.search(text) or _PAREN_CLOSE.search(text):
-        return True
-    return config.strict and bool(_DIGIT_PARENS.search(text))
+    return _paren_leak(normalize_text(text), config)
+
+
+def notation_leaks(text: str, config: GuardConfig = GuardConfig()) -> tuple[str, ...]:
+    """The `NOTATION_KINDS` found: written notation, encoded payloads that leak under the strict checks, and a text
+    that leaks read backwards (only when nothing leaks forwards)."""
+    normalized = normalize_text(text)
+    return _notation(normalized, config, _operator_leak(normalized, config) or _paren_leak(normalized, config))
 
 
 def missing_placeholders(text: str, variables: Sequence[str]) -> tuple[str, ...]:
@@ -149,11 +228,13 @@ def check_word_problem(text: str | None, variables: Sequence[str], config: Guard
     """
     if text is None or not text.strip():
         return GuardResult("no_output")
-    operator_leak = has_operator_leak(text, config)
-    paren_leak = has_paren_leak(text, config)
+    normalized = normalize_text(text)
+    operator_leak = _operator_leak(normalized, config)
+    paren_leak = _paren_leak(normalized, config)
+    notation = _notation(normalized, config, operator_leak or paren_leak)
     missing = missing_placeholders(text, variables)
     degenerate = is_degenerate_repetition(text, config.repetition_ngram, config.repetition_count)
-    if operator_leak:
+    if operator_leak or notation:
         verdict = "leak"
     elif paren_leak:
         verdict = "paren_leak"
@@ -163,7 +244,7 @@ def check_word_problem(text: str | None, variables: Sequence[str], config: Guard
         verdict = "degenerate"
     else:
         verdict = "pass"
-    return GuardResult(verdict, operator_leak, paren_leak, missing, degenerate)
+    return GuardResult(verdict, operator_leak, paren_leak, missing, degenerate, notation)
 
 
 def _has_quote(text: str, opening: str) -> bool:
@@ -191,6 +272,7 @@ def clean_word_problem(text: str | None) -> str:
 
 __all__ = [
     "GUARD_VERDICTS",
+    "NOTATION_KINDS",
     "GuardConfig",
     "GuardResult",
     "check_word_problem",
@@ -199,4 +281,5 @@ __all__ = [
     "has_paren_leak",
     "is_degenerate_repetition",
     "missing_placeholders",
+    "notation_leaks",
 ]

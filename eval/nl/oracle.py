@@ -3,11 +3,12 @@
 `extract_expression` finds the answer in an extractor completion; `judge` parses it with the project's own parsers
 (never ``eval``/``sympify`` on model text) and compares it with the target expression:
 
-- arithmetic: infix (`ARITHMETIC` syntax) to sympy; correct iff ``e_hat - e`` is zero. The paper tests
-  ``sympy.simplify(e_hat - e) == 0``; for rational functions (all this syntax can express) ``cancel(together(.))`` is
-  an exact zero test with the same answer and much faster, so it decides, and ``simplify`` is only the fallback for
-  anything else. An answer that divides by zero (``zoo``/``nan`` in sympy) is wrong. Canonical form:
-  ``srepr(cancel(together(e_hat)))``, equal exactly for equal rational functions;
+- arithmetic: infix (`ARITHMETIC` syntax), else the notations SymPy's parser reads (``D**2``, ``D^2``, ``D²``,
+  ``AB^2``: `eval.nl.sympy_notation`, integer powers written out as products), to sympy; correct iff ``e_hat - e`` is
+  zero. The paper tests ``sympy.simplify(e_hat - e) == 0``; for rational functions (all these notations can express)
+  ``cancel(together(.))`` is an exact zero test with the same answer and much faster, so it decides, and
+  ``simplify`` is only the fallback for anything else. An answer that divides by zero (``zoo``/``nan`` in sympy) is
+  wrong. Canonical form: ``srepr(cancel(together(e_hat)))``, equal exactly for equal rational functions;
 - logic: infix (`LOGIC_SYNTAX`); correct iff `logic_equivalent`; canonical form `logic_canonical` (the variables
   the formula depends on and its truth table over them);
 - assembly: an S-expression; correct iff `assembly_equivalent`; canonical form `assembly.canonical`.
@@ -35,6 +36,7 @@ from dsl.expr.logic import logic_canonical, logic_equivalent
 from dsl.expr.prompts import VARIABLE_NAME
 from dsl.expr.serialize import parse_infix, parse_sexpr
 from dsl.expr.tree import Node
+from eval.nl.sympy_notation import parse_sympy_notation
 
 VERDICTS = ("correct", "wrong", "parse_error", "no_output")
 ORACLE_DOMAINS = ("arithmetic", "logic", "assembly")
@@ -166,7 +168,20 @@ def _arithmetic_canonical(value: Any) -> str:
     return sympy.srepr(sympy.cancel(sympy.together(value)))
 
 
+def _parse_arithmetic(text: str) -> Node:
+    """The project's infix grammar first, else the notations SymPy's parser reads (powers, implicit products)."""
+    try:
+        return parse_infix(text, get_domain("arithmetic").syntax)
+    except ValueError as infix_error:
+        try:
+            return parse_sympy_notation(text)
+        except ValueError as sympy_error:
+            raise ValueError(f"{infix_error}; as SymPy notation: {sympy_error}") from None
+
+
 def _parse_tree(domain: str, text: str) -> Node:
+    if domain == "arithmetic":
+        return _parse_arithmetic(text)
     return parse_sexpr(text) if domain == "assembly" else parse_infix(text, get_domain(domain).syntax)
 
 

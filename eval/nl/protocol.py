@@ -52,8 +52,9 @@ from kt_train.stages import RunFolder, RunOptions
 
 logger = logging.getLogger(__name__)
 RESULTS_FILE = "results.parquet"
-VERSION = 3
-"""The code version of the run's records (part of its settings): raised when records change."""
+VERSION = 4
+"""The code version of the run's records (part of its settings): raised when records change (4: the guard reads
+normalized text and records its notation kinds)."""
 DOMAINS = ("arithmetic", "logic")
 
 
@@ -115,7 +116,7 @@ def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, gua
     if not guarded:
         blank = not word_problem
         return {"word_problem": word_problem, "guard": "no_output" if blank else "pass", "leak_pass": True,
-                "operator_leak": False, "paren_leak": False, "missing": [], "degenerate": False,
+                "operator_leak": False, "paren_leak": False, "notation": [], "missing": [], "degenerate": False,
                 "r_math": math.nan}  # fmt: skip
     result = check_word_problem(word_problem, row["variables"], guard)
     return {
@@ -124,6 +125,7 @@ def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, gua
         "leak_pass": result.leak_pass,
         "operator_leak": result.operator_leak,
         "paren_leak": result.paren_leak,
+        "notation": list(result.notation),
         "missing": list(result.missing),
         "degenerate": result.degenerate,
         "r_math": r_math(word_problem) if word_problem else math.nan,

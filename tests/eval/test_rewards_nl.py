@@ -79,8 +79,9 @@ def test_notation_and_free_prose_earn_nothing_from_the_parser_extractor() -> Non
         json_ast = json_ast.replace(f'"{name}"', f'"{{{name}}}"')
     assert parser_extract(json_ast, "arithmetic") is not None  # eval's parser reads it ...
     assert procedural_extract(json_ast, "arithmetic") is None  # ... the reward's does not
-    completions = [json_ast, "Take {B} from {A}, then multiply by {C} plus 3.", "Take {A}, {B} and {C}."]
-    assert scored(NLRoundTripReward(), completions, TARGET) == [(0.0, "no_expression")] * 3
+    prose = ["Take {B} from {A}, then multiply by {C} plus 3.", "Take {A}, {B} and {C}."]
+    assert scored(NLRoundTripReward(), prose, TARGET) == [(0.0, "no_expression")] * 2
+    assert scored(NLRoundTripReward(), [json_ast], TARGET) == [(0.0, "leak")]  # the guard sees its quoted operators
 
 
 def test_strict_guard_catches_a_minus_between_operands() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sympy
 
 from dsl.expr.arithmetic import to_sympy
 from dsl.expr.logic import LOGIC_SYNTAX
-from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr
+from dsl.expr.serialize import ARITHMETIC, parse_infix, parse_sexpr, to_infix
+from dsl.expr.suite import SuiteConfig, build_suite
 from dsl.expr.tree import Node
 from eval.nl import oracle
 from eval.nl.oracle import VERDICTS, Judgement, canonical_form, error_type, extract_expression, judge
@@ -203,3 +206,80 @@ def test_closed_sets_and_unknown_domain() -> None:
 def test_error_types(completion: str | None, target: str, expected: str | None) -> None:
     node = arith(target)
     assert error_type(judge(completion, node, "arithmetic"), node, "arithmetic") == expected
+
+
+ISSUE_TARGET = "(- 6 (* F (+ (+ (* A 10) (* D D)) G)))"
+
+
+@pytest.mark.parametrize(
+    ("completion", "target"),
+    [
+        ("Expression: 6 - F*(10*A + D**2 + G)", ISSUE_TARGET),
+        ("Expression: 6 - F*(10*A + D^2 + G)", ISSUE_TARGET),
+        ("Expression: 6 - F*(10*A + D² + G)", ISSUE_TARGET),
+        ("Expression: 6 − F(10A + D² + G)", ISSUE_TARGET),
+        ("Expression: $6 - F \\cdot (10A + D^{2} + G)$", ISSUE_TARGET),
+        ("Expression: -F*D**2 - 10*A*F - F*G + 6", ISSUE_TARGET),
+        ("Expression: A³", "(* (* A A) A)"),
+        ("Expression: (A + B)^2", "(* (+ A B) (+ A B))"),
+        ("Expression: AB^2 / C", "(/ (* A (* B B)) C)"),
+        ("Expression: 2(A + B)^2", "(* 2 (* (+ A B) (+ B A)))"),
+        ("Expression: A*B**-1", "(/ A B)"),
+        ("Expression: C⁻¹ + D^0", "(+ (/ 1 C) 1)"),
+    ],
+)
+def test_power_notations_are_correct(completion: str, target: str) -> None:
+    result = judge(completion, parse_sexpr(target), "arithmetic")
+    assert result.verdict == "correct", result.error
+    assert result.canonical == canonical_form(to_infix(parse_sexpr(target), ARITHMETIC), "arithmetic")
+
+
+@pytest.mark.parametrize(
+    ("completion", "target"),
+    [
+        ("Expression: 6 - F*(10*A + D**3 + G)", ISSUE_TARGET),
+        ("Expression: 6 - F*(10*A + D^2 - G)", ISSUE_TARGET),
+        ("Expression: A²", "(* A B)"),
+        ("Expression: (A + B)^2", "(+ (* A A) (* B B))"),
+        ("Expression: A^-1", "(* A 1)"),
+    ],
+)
+def test_wrong_answers_with_powers_stay_wrong(completion: str, target: str) -> None:
+    assert judge(completion, parse_sexpr(target), "arithmetic").verdict == "wrong"
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Expression: A^B",
+        "Expression: x^2",
+        "Expression: A^2.5",
+        "Expression: sin(A)^2",
+        "The answer is A^2.",
+        "Expression: A**65",
+        "Expression: A^2 # B",
+        "Expression: __import__('os')^2",
+    ],
+)
+def test_non_expressions_with_powers_are_parse_errors(completion: str) -> None:
+    result = judge(completion, arith("A * A"), "arithmetic")
+    assert result.verdict == "parse_error" and result.error
+
+
+def test_power_answers_have_error_types() -> None:
+    node = arith("D * D")
+    assert error_type(judge("Expression: D^3", node, "arithmetic"), node, "arithmetic") == "operator_count"
+    assert error_type(judge("Expression: C^2", node, "arithmetic"), node, "arithmetic") == "leaves"
+
+
+def test_every_sympy_printing_of_suite_expressions_is_correct() -> None:
+    """SymPy's printings of suite expressions (expanded, factored, ...) in ``**``, ``^`` and superscript powers."""
+    superscripts = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    rows = build_suite(SuiteConfig(k_min=4, k_max=6, d_min=3, d_max=4, max_skeletons=2, instances=1)).rows
+    for row in rows:
+        target = parse_sexpr(row["sexpr"])
+        value = to_sympy(target)
+        for printed in {sympy.sstr(form(value)) for form in (sympy.expand, sympy.factor, sympy.cancel)}:
+            superscript = re.sub(r"\*\*(\d+)", lambda power: power.group(1).translate(superscripts), printed)
+            for answer in (printed, printed.replace("**", "^"), superscript):
+                assert judge(f"Expression: {answer}", target, "arithmetic").verdict == "correct", answer

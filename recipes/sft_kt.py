@@ -49,6 +49,7 @@ from trl import ModelConfig
 
 from dsl.copy_curriculum import CopyPhase, copy_rows
 from dsl.feedback import FEEDBACK_MAX_VALUES
+from dsl.segments import with_segment_program
 from dsl.seqcoder import kt_corpus_dir, to_seqcoder_chat
 from dsl.seqcoder_model import SIZES, seqcoder_model_dir
 from dsl.seqcoder_tokenizer import NUMBER_STYLES, check_numbers
@@ -77,7 +78,9 @@ CORPUS_SIZES = (10_000, 100_000, 1_000_000)
 SPARE_ROWS = 0.02
 FEEDBACK_SPARE_ROWS = 0.15
 DIGITS_SPARE_ROWS = 0.05  # 2.75% of the chats are over 1,024 tokens with numbers as digits (55 of 2,000)
+SEGMENTS_SPARE_ROWS = 0.05  # 1.7% of the chats are over 1,024 tokens with segment programs (52 of 3,000)
 FEEDBACK_VARIANTS = ("none", "feed", "feed_ex")
+PROGRAM_TARGETS = ("generator", "segments")
 logger = logging.getLogger(__name__)
 
 
@@ -116,6 +119,14 @@ class KTScriptArguments(DataArguments):
     feedback_max_values: int = field(
         default=FEEDBACK_MAX_VALUES, metadata={"help": "values in each feedback comment (then `...`)"}
     )
+    program_target: str = field(
+        default="generator",
+        metadata={
+            "help": "the program each sequence is trained to: the corpus's own (generator) or its segment program "
+            "(segments: runs and literals read left to right, `dsl.segments`)",
+            "choices": list(PROGRAM_TARGETS),
+        },
+    )
     copy_curriculum: list[str] = field(
         default_factory=list,
         metadata={
@@ -140,6 +151,8 @@ class KTScriptArguments(DataArguments):
             raise ValueError(f"corpus_size must be one of {CORPUS_SIZES}, got {self.corpus_size}")
         if self.execution_feedback not in FEEDBACK_VARIANTS:
             raise ValueError(f"execution_feedback must be one of {', '.join(FEEDBACK_VARIANTS)}")
+        if self.program_target not in PROGRAM_TARGETS:
+            raise ValueError(f"program_target must be one of {', '.join(PROGRAM_TARGETS)}, got {self.program_target!r}")
         if self.feedback_max_values < 1:
             raise ValueError(f"feedback_max_values must be >= 1, got {self.feedback_max_values}")
         if self.execution_feedback == "feed_ex" and self.eval_backend != "transformers":
@@ -195,6 +208,8 @@ def rows_to_prepare(script_args: KTScriptArguments, training_args: SFTConfig) ->
     spare = SPARE_ROWS if script_args.execution_feedback == "none" else FEEDBACK_SPARE_ROWS
     if script_args.seqcoder_size is not None and script_args.seqcoder_numbers == "digits":
         spare = max(spare, DIGITS_SPARE_ROWS)
+    if script_args.program_target == "segments":
+        spare = max(spare, SEGMENTS_SPARE_ROWS)
     return math.ceil(needed * (1 + spare)) + (int(held_out) if held_out >= 1 else math.ceil(needed * held_out))
 
 
@@ -213,8 +228,11 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
         logger.info("%d steps read at most %d of the corpus's %d rows: preparing those (seed %d)",
                     training_args.max_steps, len(drawn), len(dataset), training_args.seed)  # fmt: skip
     dataset = drawn
-    chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
+    if script_args.program_target == "segments":
+        dataset = dataset.map(with_segment_program, desc="segment programs")
+        test = None if test is None else test.map(with_segment_program)
+    chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)
     run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
                   eval_dataset=eval_chats, arrange_train=arrange)  # fmt: skip

@@ -152,7 +152,7 @@ class KTScriptArguments(DataArguments):
         if self.execution_feedback not in FEEDBACK_VARIANTS:
             raise ValueError(f"execution_feedback must be one of {', '.join(FEEDBACK_VARIANTS)}")
         if self.program_target not in PROGRAM_TARGETS:
-            raise ValueError(f"program_target must be one of {', '.join(PROGRAM_TARGETS)}, got {self.program_target!r}")
+            raise ValueError(f"program_target must be one of {', '.join(PROGRAM_TARGETS)}: {self.program_target!r}")
         if self.feedback_max_values < 1:
             raise ValueError(f"feedback_max_values must be >= 1, got {self.feedback_max_values}")
         if self.execution_feedback == "feed_ex" and self.eval_backend != "transformers":

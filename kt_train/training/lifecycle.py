@@ -20,9 +20,11 @@ from typing import Any
 from transformers import Trainer, TrainerCallback, set_seed
 
 from kt_train.configs import TrainingConfig
+from kt_train.training.checkpoints import CheckpointComplete
 from kt_train.training.memory import keep_freed_memory
 from kt_train.training.model import check_trainable
 from kt_train.training.model_card import record_base_model, write_model_card
+from kt_train.training.resume_state import ResumeCounters, whole_run_train_loss
 from kt_train.training.run_settings import FINISHED_FILE, RunStart, decide, wandb_run_id
 from kt_train.training.wandb_logging import finish_wandb, init_wandb_training
 
@@ -101,8 +103,15 @@ def train_and_finish(
     check_trainable(trainer.model)
     config = {"dataset_name": dataset_name, **data_metrics, **(run_config or {})}
     trainer.add_callback(WandbRunConfig(config))
+    trainer.add_callback(ResumeCounters(trainer, checkpoint))  # before CheckpointComplete: saved inside the checkpoint
+    trainer.add_callback(CheckpointComplete())
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {**result.metrics, **data_metrics}
+    if (train_loss := whole_run_train_loss(trainer.state.log_history)) is not None:
+        metrics["train_loss"] = train_loss  # the whole run's, not only the steps since the last start
+        for entry in trainer.state.log_history:
+            if "train_loss" in entry:
+                entry["train_loss"] = train_loss
     return finish_run(trainer, tokenizer, training_args, metrics, dataset_name=dataset_name, tags=tags)
 
 
@@ -115,12 +124,13 @@ def finish_run(
     dataset_name: str,
     tags: Sequence[str],
 ) -> TrainingRun:
-    """Log and save the metrics (with the world size) and state, save the outputs, end the W&B run."""
+    """Log the metrics (with the world size), save the state and the outputs, then the metrics (`train_results.json`
+    last: a run killed before it is not finished, and its rerun resumes from the last checkpoint), end the W&B run."""
     metrics = {**train_metrics, "world_size": training_args.world_size}
     trainer.log_metrics("train", metrics)
-    trainer.save_metrics("train", metrics)
     trainer.save_state()
     save_outputs(trainer, tokenizer, training_args, dataset_name=dataset_name, tags=tags, metrics=metrics)
+    trainer.save_metrics("train", metrics)
     finish_wandb()
     return TrainingRun(metrics, trainer)
 

@@ -1,6 +1,7 @@
 """Whether a training run may go on in its `output_dir`: the settings that determine its result, recorded at its start.
 
-A rerun into the same `output_dir` resumes from the last checkpoint only if those settings match: the model, the
+A rerun into the same `output_dir` resumes from the last complete checkpoint (`checkpoints.py`; one a kill left
+half-written is removed) only if those settings match: the model, the
 training rows (a fingerprint of their content), every training, LoRA and data setting; not where it logs, saves or
 reports, nor the post-training evaluation (`eval_*`). With other settings it is refused in one line naming the keys
 that differ, unless `overwrite_output_dir` starts it afresh (its checkpoints and results are removed). A finished run
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kt_train.stages import SettingsMismatch  # the one error of every run contract
+from kt_train.training.checkpoints import checkpoint_dirs, complete_checkpoints, remove_incomplete
 
 SETTINGS_FILE = "kt_run_settings.json"
 FINISHED_FILE = "train_results.json"
@@ -104,12 +106,6 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
     ]
 
 
-def _checkpoints(output_dir: Path) -> list[Path]:
-    """The checkpoint-N directories, by step."""
-    found = [p for p in output_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
-
-
 def _write(path: Path, record: Mapping[str, Any]) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
@@ -118,7 +114,7 @@ def _write(path: Path, record: Mapping[str, Any]) -> None:
 
 def start_afresh(output_dir: Path) -> None:
     """Remove a run's checkpoints and results from `output_dir` (other files stay, and are overwritten later)."""
-    for checkpoint in _checkpoints(output_dir):
+    for checkpoint in checkpoint_dirs(output_dir):
         shutil.rmtree(checkpoint)
     for name in RESULT_FILES:
         (output_dir / name).unlink(missing_ok=True)
@@ -132,7 +128,7 @@ def decide(output_dir: str | Path, settings: Mapping[str, Any], overwrite: bool,
     if overwrite and main_process and directory.is_dir():
         start_afresh(directory)
     saved = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
-    checkpoints = _checkpoints(directory) if directory.is_dir() else []
+    checkpoints = checkpoint_dirs(directory) if directory.is_dir() else []
     finished = (directory / FINISHED_FILE).is_file()
     if saved is None and (checkpoints or finished) and not overwrite:
         raise SettingsMismatch(
@@ -151,7 +147,12 @@ def decide(output_dir: str | Path, settings: Mapping[str, Any], overwrite: bool,
     elif main_process:
         directory.mkdir(parents=True, exist_ok=True)
         _write(record_path, {"settings": dict(settings), "wandb_run_id": secrets.token_hex(4)})
-    return RunStart(str(checkpoints[-1]) if checkpoints and saved is not None else None)
+    if saved is None or not checkpoints:
+        return RunStart(None)
+    if main_process:
+        remove_incomplete(directory)
+    complete = complete_checkpoints(directory)
+    return RunStart(str(complete[-1]) if complete else None)
 
 
 def wandb_run_id(output_dir: str | Path) -> str | None:

@@ -11,6 +11,7 @@ from datasets import Dataset
 from trl import ModelConfig
 
 from kt_train.configs import DataArguments, SFTConfig
+from kt_train.training.checkpoints import COMPLETE_FILE, complete_checkpoints, mark_complete
 from kt_train.training.run_settings import (
     FINISHED_FILE,
     SETTINGS_FILE,
@@ -39,8 +40,14 @@ def test_what_matters(tmp_path: Path) -> None:
     json.dumps(base)  # recordable
 
 
-def _checkpoint(run: Path, step: int) -> None:
-    (run / f"checkpoint-{step}").mkdir(parents=True)
+def _checkpoint(run: Path, step: int, complete: bool = True) -> Path:
+    folder = run / f"checkpoint-{step}"
+    folder.mkdir(parents=True)
+    (folder / "optimizer.pt").write_bytes(b"x" * 100)
+    (folder / "trainer_state.json").write_text("{}")
+    if complete:
+        mark_complete(folder, step)
+    return folder
 
 
 def test_same_settings_resume_from_the_last_checkpoint(tmp_path: Path) -> None:
@@ -52,6 +59,24 @@ def test_same_settings_resume_from_the_last_checkpoint(tmp_path: Path) -> None:
         _checkpoint(run, step)
     assert decide(run, settings, overwrite=False, main_process=True) == RunStart(str(run / "checkpoint-10"))
     assert wandb_run_id(run) == run_id  # the same W&B run goes on
+
+
+def test_a_checkpoint_left_half_written_is_removed_and_the_last_complete_one_resumed(tmp_path: Path) -> None:
+    run, settings = tmp_path / "run", _settings(tmp_path)
+    decide(run, settings, overwrite=False, main_process=True)
+    _checkpoint(run, 4)
+    unmarked = _checkpoint(run, 6, complete=False)  # killed before the record was written
+    truncated = _checkpoint(run, 8)
+    (truncated / "optimizer.pt").write_bytes(b"x" * 10)  # a file the record lists at another size
+    assert [p.name for p in complete_checkpoints(run)] == ["checkpoint-4"]
+    assert decide(run, settings, overwrite=False, main_process=False) == RunStart(str(run / "checkpoint-4"))
+    assert unmarked.exists()  # other processes only read
+    assert decide(run, settings, overwrite=False, main_process=True) == RunStart(str(run / "checkpoint-4"))
+    assert not unmarked.exists() and not truncated.exists()
+    _checkpoint(run, 6, complete=False)
+    (run / "checkpoint-4" / COMPLETE_FILE).unlink()
+    assert decide(run, settings, overwrite=False, main_process=True) == RunStart(None)  # none complete: from step 0
+    assert not list(run.glob("checkpoint-*"))
 
 
 def test_a_finished_run_is_not_trained_further(tmp_path: Path) -> None:

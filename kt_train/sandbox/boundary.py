@@ -35,8 +35,10 @@ SCRATCH_DIRS = ("/tmp", "/dev/shm")
 """Every place inside the boundary a job can write to; the worker empties them after each job."""
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 """The whole environment of a worker (jobs add HOME and TMPDIR)."""
-_WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_CHOWN")
-"""What the worker keeps (jobs as other uids, killing and cleaning up after them); jobs keep none."""
+WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_CHOWN")
+"""What a worker of a root caller keeps (jobs as other uids, killing and cleaning up after them); jobs keep none."""
+MOUNT_CAP = "CAP_SYS_ADMIN"
+"""What every worker starts with besides, to mount its scratch tmpfs with an inode bound, and drops right after."""
 
 
 _OWN_MOUNTS = ("/tmp", "/var/tmp", "/dev", "/proc")
@@ -129,7 +131,10 @@ def _bwrap_command(config: SandboxConfig, binds: dict[str, str], as_root: bool) 
     if not config.network:
         command.append("--unshare-net")
     if not as_root:
-        command += ["--unshare-user", "--disable-userns"]
+        # no --disable-userns: it puts the worker in a second user namespace that does not own its mount namespace,
+        # where it could not mount the scratch tmpfs; jobs are refused new user namespaces by a seccomp filter
+        # (`system.user_namespace_filter`), whoever runs the pool
+        command += ["--unshare-user", "--cap-add", MOUNT_CAP]
     command += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
     for name, value in BASE_ENV.items():
         command += ["--setenv", name, value]
@@ -153,7 +158,7 @@ def _bwrap_command(config: SandboxConfig, binds: dict[str, str], as_root: bool) 
     command += ["--remount-ro", "/", "--chdir", JOB_DIR]
     if as_root:
         command += ["--cap-drop", "ALL"]
-        for cap in _WORKER_CAPS:
+        for cap in (*WORKER_CAPS, MOUNT_CAP):
             command += ["--cap-add", cap]
     return [*command, "--"]
 

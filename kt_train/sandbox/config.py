@@ -63,6 +63,13 @@ class SandboxConfig:
     tmp_size_mb: int = field(
         default=64, metadata={"help": "size (MiB) of each private writable tmpfs a worker's jobs see (/tmp, /dev/shm)"}
     )
+    tmp_inodes: int = field(
+        default=4096,
+        metadata={
+            "help": "files and folders each private tmpfs holds at most (tmpfs size counts blocks, not inodes: "
+            "without it, empty files fill the worker's memory with kernel objects)"
+        },
+    )
     network: bool = field(default=False, metadata={"help": "allow network access (off: empty network namespace)"})
     allow_weak_isolation: bool = field(
         default=False,
@@ -90,10 +97,10 @@ class SandboxConfig:
         if self.timeout_s <= 0 or self.grace_s < 0:
             raise ValueError("timeout_s must be > 0 and grace_s >= 0")
         sizes = (self.memory_mb, self.file_size_mb, self.max_processes, self.max_output_bytes, self.max_result_bytes)
-        if min(*sizes, self.tmp_size_mb) <= 0:
+        if min(*sizes, self.tmp_size_mb, self.tmp_inodes) <= 0:
             raise ValueError(
-                "memory_mb, file_size_mb, max_processes, max_output_bytes, max_result_bytes and tmp_size_mb "
-                "must be > 0"
+                "memory_mb, file_size_mb, max_processes, max_output_bytes, max_result_bytes, tmp_size_mb and "
+                "tmp_inodes must be > 0"
             )
         if self.cpu_s is not None and self.cpu_s <= 0:
             raise ValueError("cpu_s must be > 0")

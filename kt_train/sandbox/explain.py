@@ -19,6 +19,7 @@ def probe():
         "root": top,
         "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
         "hostname": os.uname().nodename,
+        "tmp_inodes": os.statvfs("/tmp").f_files,
     }
 """
 
@@ -50,7 +51,8 @@ def explain(config: SandboxConfig | None = None) -> str:
         "a uid no other running job has (one per worker), no capabilities" if os.geteuid() == 0 else "the caller's uid"
     )
     lines += [
-        f"user: {uid}; PR_SET_NO_NEW_PRIVS; environment PATH, LANG, HOME, TMPDIR only",
+        f"user: {uid}; PR_SET_NO_NEW_PRIVS; no new user namespaces (seccomp); environment PATH, LANG, HOME, TMPDIR "
+        "only",
         f"network: {'allowed' if config.network else 'none (empty network namespace)'}",
         f"limits per process: address space {config.memory_mb} MiB over the interpreter's, "
         f"CPU {config.cpu_limit_s} s, file size {config.file_size_mb} MiB, no core files",
@@ -69,6 +71,8 @@ def explain(config: SandboxConfig | None = None) -> str:
             f"  / holds: {', '.join(seen['root'])}",
             f"  environment variables: {', '.join(seen['environment'])}",
             f"  processes in /proc: {len(seen['processes'])} ({', '.join(map(str, seen['processes']))})",
+            f"  /tmp holds at most {seen['tmp_inodes']} files"
+            + ("" if seen["tmp_inodes"] <= config.tmp_inodes else f" (not bounded to {config.tmp_inodes} here)"),
         ]
     else:
         lines.append(f"the probe job failed: {result.verdict} {result.error_message or ''}")

@@ -27,6 +27,7 @@ from kt_train.sandbox.system import (
     Limits,
     disarm_sockets,
     drop_privileges,
+    install_filter,
     new_session_keyring,
     set_capabilities,
     set_limits,
@@ -61,6 +62,8 @@ def _prepare_child(context: JobContext, workdir: str, uid: int | None, limits: L
         new_session_keyring()
         if context.capability is not None:
             set_capabilities(context.capability)
+    if context.namespace_filter is not None:
+        install_filter(context.namespace_filter)
     if context.block_net:
         disarm_sockets()
 
@@ -164,6 +167,7 @@ class JobContext:
     prelude: dict[str, Any] = field(default_factory=dict)  # names every job starts with (the pool's prelude)
     capability: Any = None  # weak isolation as root: prebuilt capset arguments keeping CAP_DAC_READ_SEARCH
     worker_uid: int | None = None  # inside the boundary: the uid of this worker's jobs (unique on the host)
+    namespace_filter: Any = None  # a prebuilt seccomp filter refusing new user namespaces (`user_namespace_filter`)
     saved_builtins: dict[str, Any] = field(default_factory=lambda: dict(builtins.__dict__))  # as the worker had them
     encode: Callable[[Any], bytes] = field(default_factory=result_encoder)  # return values to JSON
 

@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from kt_train.sandbox import cgroup
-from kt_train.sandbox.boundary import BASE_ENV, isolation
+from kt_train.sandbox.boundary import BASE_ENV, SCRATCH_DIRS, WORKER_CAPS, isolation
 from kt_train.sandbox.cgroup import JobCgroup
 from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
 from kt_train.sandbox.forkserver import serve
 from kt_train.sandbox.job import JobContext, encode_job, write_all
 from kt_train.sandbox.protocol import FRAME_HEADER, read_exactly
 from kt_train.sandbox.supervisor import ForkServerGone, JobIO, supervise, worker_context
+from kt_train.sandbox.system import keep_capabilities, mount_scratch
 
 if TYPE_CHECKING:
     import subprocess
@@ -74,6 +75,15 @@ def worker_main(payload: dict[str, Any]) -> None:
     job_r, res_w = payload["fds"]
     cgroup.join(payload["cgroup_fds"])
     config = SandboxConfig(**payload["config"])
+    if payload["bounded"]:  # the scratch tmpfs bounded in inodes too, then the mount capability dropped
+        root = os.geteuid() == 0
+        try:
+            mount_scratch(SCRATCH_DIRS, config.tmp_size_mb * 1024 * 1024, config.tmp_inodes)
+        except OSError:
+            if root:  # the case with a memory cgroup, whose kernel objects a flood of files would fill (issue 38)
+                raise
+            # not root: some kernels refuse tmpfs mounts in a user namespace; `kt sandbox run --explain` tells
+        keep_capabilities(WORKER_CAPS if root else ())
     for name in payload["preload"]:
         importlib.import_module(name)
     prelude: dict[str, Any] = {}

@@ -40,6 +40,7 @@ from kt_train.sandbox.system import (
     read_search_capability,
     sealed_session_keyring,
     unshare_network,
+    user_namespace_filter,
 )
 
 _READ_CHUNK = 65536
@@ -478,4 +479,5 @@ def worker_context(
         worker_uid=worker_uid if bounded else None,
         prelude=prelude or {},
         capability=capability,
+        namespace_filter=user_namespace_filter(),
     )

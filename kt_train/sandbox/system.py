@@ -29,7 +29,7 @@ def _libc() -> ctypes.CDLL:
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
-        for name in ("prctl", "capset", "unshare", "syscall"):
+        for name in ("prctl", "capset", "unshare", "syscall", "mount"):
             getattr(_LIBC, name, None)  # resolve the symbols now, not in every job process
     return _LIBC
 
@@ -47,6 +47,94 @@ def prctl(option: int, value: int) -> bool:
         return _libc().prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_CLONE_NEWUSER = 0x10000000
+_X32_SYSCALL_BIT = 0x40000000
+_LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06  # classic BPF opcodes (with BPF_K)
+_SECCOMP_ABI = {  # the machine's audit arch and its syscall numbers
+    "x86_64": (0xC000003E, {"unshare": 272, "clone": 56, "clone3": 435, "setns": 308}),
+    "aarch64": (0xC00000B7, {"unshare": 97, "clone": 220, "clone3": 435, "setns": 268}),
+}
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def user_namespace_filter(machine: str = os.uname().machine) -> Any:
+    """A seccomp filter (built before forking) that refuses new user namespaces: unshare(2) and clone(2) with
+    CLONE_NEWUSER and setns(2) fail with EPERM, clone3(2) (whose flags are in memory a filter cannot read) with ENOSYS
+    (the C library then uses clone), and any syscall of another ABI (i386, x32) with ENOSYS. None on a machine whose
+    syscall numbers are not known here. Without it a job of a pool run as root, whose worker is in no user namespace,
+    could make one of its own and hold every capability there (issue 38)."""
+    if machine not in _SECCOMP_ABI:
+        return None
+    arch, numbers = _SECCOMP_ABI[machine]
+    eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
+    program = [
+        (_LD_W_ABS, 0, 0, 4),  # 0: the audit arch
+        (_JEQ, 1, 0, arch),  # 1: ours -> 3
+        (_RET, 0, 0, enosys),  # 2: another ABI (i386 by int 0x80)
+        (_LD_W_ABS, 0, 0, 0),  # 3: the syscall number
+        (_JGE, 7, 0, _X32_SYSCALL_BIT),  # 4: x32 -> 12
+        (_JEQ, 6, 0, numbers["clone3"]),  # 5: -> 12
+        (_JEQ, 6, 0, numbers["setns"]),  # 6: -> 13
+        (_JEQ, 2, 0, numbers["unshare"]),  # 7: -> 10
+        (_JEQ, 1, 0, numbers["clone"]),  # 8: -> 10
+        (_RET, 0, 0, _RET_ALLOW),  # 9
+        (_LD_W_ABS, 0, 0, 16),  # 10: the flags (args[0], its low 32 bits)
+        (_JSET, 1, 2, _CLONE_NEWUSER),  # 11: a new user namespace -> 13, else -> 14
+        (_RET, 0, 0, enosys),  # 12
+        (_RET, 0, 0, eperm),  # 13
+        (_RET, 0, 0, _RET_ALLOW),  # 14
+    ]
+    return _compiled(program)
+
+
+def _compiled(program: list[tuple[int, int, int, int]]) -> Any:
+    filters = (_SockFilter * len(program))(*(_SockFilter(*instruction) for instruction in program))
+    return filters, _SockFprog(len(program), filters)
+
+
+def install_filter(compiled: Any) -> None:
+    """Install a seccomp filter from `user_namespace_filter` in this process (and every process it starts)."""
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _, fprog = compiled
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise PermissionError(f"seccomp filter refused: {os.strerror(ctypes.get_errno())}")
+
+
+_MS_NOSUID, _MS_NODEV = 2, 4
+CAPABILITY_NUMBERS = {
+    "CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_SETGID": 6,
+    "CAP_SETUID": 7, "CAP_SYS_ADMIN": 21,
+}  # fmt: skip
+
+
+def mount_scratch(targets: tuple[str, ...], size_bytes: int, inodes: int) -> None:
+    """Mount a fresh tmpfs of `size_bytes` and at most `inodes` files on each of `targets` (inside the boundary,
+    over bubblewrap's, whose tmpfs takes no inode bound). Needs CAP_SYS_ADMIN; raises OSError."""
+    options = f"size={size_bytes},nr_inodes={inodes},mode=1777".encode()
+    for target in targets:
+        if _libc().mount(b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, f"mounting the scratch tmpfs on {target}: {os.strerror(number)}")
+
+
+def keep_capabilities(names: tuple[str, ...]) -> None:
+    """Cut this process's effective and permitted capabilities down to `names` (none inheritable)."""
+    bits = 0
+    for name in names:
+        bits |= 1 << CAPABILITY_NUMBERS[name]
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    set_capabilities((header, (ctypes.c_uint32 * 6)(bits, bits, 0, 0, 0, 0)))
 
 
 def disarm_sockets() -> None:

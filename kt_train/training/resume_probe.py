@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kt_train.training.checkpoints import checkpoint_dirs, complete_checkpoints, is_complete
+from kt_train.training.checkpoints import checkpoint_dirs, is_complete
 
 WEIGHT_FILES = ("adapter_model.safetensors", "model.safetensors")
 TIMING_KEYS = ("runtime", "per_second", "_time")  # log keys that measure time, not training
@@ -85,6 +85,26 @@ class ProbeResult:
         }
 
 
+def run_dirs(output_dir: Path) -> list[Path]:
+    """The folders of the runs a command writes: `output_dir`, and its sub-folders for recipes that train one run per
+    part (sft_rtce: one per algorithm)."""
+    if not output_dir.is_dir():
+        return []
+    return [
+        output_dir,
+        *sorted(p for p in output_dir.iterdir() if p.is_dir() and not p.name.startswith("checkpoint-")),
+    ]
+
+
+def all_checkpoints(output_dir: Path) -> list[Path]:
+    """The checkpoint folders of every run under `output_dir`, complete or not."""
+    return [folder for run in run_dirs(output_dir) for folder in checkpoint_dirs(run)]
+
+
+def complete(output_dir: Path) -> list[Path]:
+    return [folder for folder in all_checkpoints(output_dir) if is_complete(folder)]
+
+
 class CommandFailed(RuntimeError):
     """The command exited with an error (its log's tail in the message)."""
 
@@ -123,16 +143,16 @@ def run_to_end(
         if time.monotonic() - start > timeout:
             _kill(process)
             raise CommandFailed(f"the command ran past {timeout:.0f} s (log: {log})")
-        for folder in complete_checkpoints(output_dir) if output_dir.is_dir() else []:
-            seen.setdefault(folder.name, time.monotonic() - start)
+        for folder in complete(output_dir):
+            seen.setdefault(str(folder), time.monotonic() - start)
         time.sleep(0.05)
     _finished(process, log)
     return time.monotonic() - start, sorted(seen.values())
 
 
-def _resumed_from(output_dir: Path) -> str | None:
-    complete = complete_checkpoints(output_dir) if output_dir.is_dir() else []
-    return complete[-1].name if complete else None
+def _newest_complete(output_dir: Path) -> str | None:
+    found = complete(output_dir)
+    return str(max(found, key=lambda p: p.stat().st_mtime).relative_to(output_dir)) if found else None
 
 
 def attempt_with_kill(
@@ -148,8 +168,8 @@ def attempt_with_kill(
     (after a random delay up to `max_delay`, or when the next checkpoint folder shows up with `kill_in_save`); an
     attempt that ends first is returned as not killed."""
     start = time.monotonic()
-    resumed_from = _resumed_from(output_dir)
-    before = {folder.name for folder in checkpoint_dirs(output_dir)} if output_dir.is_dir() else set()
+    resumed_from = _newest_complete(output_dir)
+    before = set(all_checkpoints(output_dir))
     log = output_dir.parent / f"{output_dir.name}.log"
     process = _start(command, output_dir, log, env)
     new: list[Path] = []
@@ -157,13 +177,13 @@ def attempt_with_kill(
         if time.monotonic() - start > timeout:
             _kill(process)
             raise CommandFailed(f"the command ran past {timeout:.0f} s (log: {log})")
-        new = [folder for folder in complete_checkpoints(output_dir) if folder.name not in before]
+        new = [folder for folder in complete(output_dir) if folder not in before]
         time.sleep(POLL_S if kill_in_save else 0.05)
     in_save = None
     if kill_in_save:
-        seen = {folder.name for folder in checkpoint_dirs(output_dir)}
+        seen = set(all_checkpoints(output_dir))
         while process.poll() is None and in_save is None:
-            writing = [f for f in checkpoint_dirs(output_dir) if f.name not in seen and not is_complete(f)]
+            writing = [f for f in all_checkpoints(output_dir) if f not in seen and not is_complete(f)]
             in_save = writing[0] if writing else None
             if in_save is None:
                 time.sleep(POLL_S)
@@ -175,8 +195,9 @@ def attempt_with_kill(
         _finished(process, log)
         return Attempt(time.monotonic() - start, killed=False, resumed_from=resumed_from)
     _kill(process)
-    killed_after = _resumed_from(output_dir)
-    half_written = in_save.name if in_save is not None and in_save.is_dir() and not is_complete(in_save) else None
+    killed_after = _newest_complete(output_dir)
+    written = in_save is not None and in_save.is_dir() and not is_complete(in_save)
+    half_written = str(in_save.relative_to(output_dir)) if written else None
     return Attempt(time.monotonic() - start, True, resumed_from, killed_after, half_written)
 
 
@@ -196,7 +217,19 @@ def _completions(output_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def compare_runs(expected: Path, actual: Path) -> list[str]:
-    """Every way the run in `actual` differs from the one in `expected`: per-step log, weights, GRPO completions."""
+    """Every way the runs in `actual` differ from those in `expected` (`run_dirs`): per-step log, weights, GRPO
+    completions."""
+    names = [{str(run.relative_to(top)) for run in run_dirs(top) if (run / "trainer_state.json").is_file()}
+             for top in (expected, actual)]  # fmt: skip
+    if not names[0]:
+        return [f"{expected} holds no finished run (trainer_state.json)"]
+    differences = [f"runs {sorted(names[1])}, expected {sorted(names[0])}"] if names[0] != names[1] else []
+    for name in sorted(names[0] & names[1]):
+        differences += [f"{name}: {d}" if name != "." else d for d in _compare_run(expected / name, actual / name)]
+    return differences
+
+
+def _compare_run(expected: Path, actual: Path) -> list[str]:
     differences = []
     logs = [json.loads((run / "trainer_state.json").read_text())["log_history"] for run in (expected, actual)]
     if len(logs[0]) != len(logs[1]):

@@ -1339,3 +1339,66 @@ def test_explain_probe_sees_no_home_etc_or_other_process(explained: str) -> None
 def test_explain_probe_sees_a_clean_environment(explained: str) -> None:
     assert _line(explained, "environment variables:") == "environment variables: HOME, LANG, PATH, TMPDIR"
     assert SECRET_ENV not in explained and _leaks(explained) == []
+
+
+# ----- 10. nested user namespaces and inode floods (issue 38)
+
+NESTED_USERNS = """
+import ctypes, os, platform, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+print('tried', flush=True)
+got = {'unshare': libc.unshare(CLONE_NEWUSER), 'unshare_errno': ctypes.get_errno()}
+if platform.machine() == 'x86_64':
+    pid = libc.syscall(56, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)  # clone(2), fork-like, in a new user namespace
+    if pid == 0:
+        os._exit(0)
+    got['clone'] = pid if pid < 0 else 'child'
+    if pid > 0:
+        os.waitpid(pid, 0)
+    got['clone3'] = libc.syscall(435, 0, 0)  # clone3(2): flags live in memory no filter reads
+    got['clone3_errno'] = ctypes.get_errno()
+tool = subprocess.run(['unshare', '--user', '--map-root-user', 'id', '-u'], capture_output=True, text=True)
+got['unshare_tool'] = tool.returncode
+print(got)
+"""
+
+
+def test_a_job_cannot_make_a_user_namespace_whoever_runs_the_pool(pool: SandboxPool) -> None:
+    """As root the boundary does not put the worker in a user namespace (it runs jobs as other uids): the job must
+    still not get a namespace of its own where it holds every capability."""
+    result = _run(pool, NESTED_USERNS)
+    assert result.verdict == Verdict.OK, result
+    got = eval(result.stdout.split("\n", 1)[1])  # a dict of ints and strings the job printed
+    assert (got["unshare"], got["unshare_errno"]) == (-1, errno.EPERM), got
+    assert got["unshare_tool"] != 0, got
+    if "clone" in got:
+        assert got["clone"] == -1 and got["clone3"] == -1 and got["clone3_errno"] == errno.ENOSYS, got
+    _clean_after(pool)
+
+
+INODE_FLOOD = """
+import os
+print('tried', flush=True)
+made = 0
+try:
+    while True:
+        open(f'/tmp/f{made}', 'w').close()
+        made += 1
+except OSError as exc:
+    print('made', made, exc.errno)
+"""
+
+
+def test_an_inode_flood_stops_the_job_not_the_worker(canaries: dict[str, Any]) -> None:
+    """tmpfs `size` counts blocks, not inodes: empty files add kernel memory to the worker's cgroup until the OOM
+    killer took the worker (issue 38). The scratch tmpfs hold `tmp_inodes` files at most."""
+    config = SandboxConfig(timeout_s=6.0, wall_timeout_s=8.0, grace_s=0.2, memory_mb=256)
+    with SandboxPool(workers=1, config=config) as own:
+        worker = own._workers[0].process.pid
+        result = _run(own, INODE_FLOOD, config)
+        assert result.verdict == Verdict.OK, result
+        made, error = map(int, result.stdout.split()[-2:])
+        assert error == errno.ENOSPC and made < config.tmp_inodes, result
+        _clean_after(own)
+        assert own._workers[0].process.pid == worker  # the same worker ran the next job

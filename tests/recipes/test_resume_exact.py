@@ -1,0 +1,100 @@
+"""Training resumes bit for bit after kill -9 (issue 38): each recipe command is run once to its end, then killed with
+SIGKILL at a random step (or while a checkpoint is being written) and run again with the same arguments; the two
+must hold the same per-step log, the same weights (sha256) and, for GRPO, the same prompts, completions and rewards
+(`kt_train.training.resume_probe`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dsl.seqcoder import build_kt_corpus
+from kt_train.training.resume_probe import probe
+from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
+
+from .test_recipe_configs import ROOT
+
+pytestmark = pytest.mark.slow
+
+ACCELERATE = Path(sys.executable).parent / "accelerate"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
+COMMON = {"report_to": [], "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2}
+COMMON |= {"eval_strategy": "no", "warmup_steps": 0, "torch_threads": 1}
+SFT = {"evaluations": []}  # no evaluation after training
+
+
+def _config(tmp_path: Path, recipe_config: str, **overrides: object) -> Path:
+    """The recipe's config with `overrides` (no output_dir: the probe gives it), written under `tmp_path`."""
+    config = yaml.safe_load((ROOT / recipe_config).read_text())
+    config.pop("output_dir", None)
+    config.update(COMMON, **overrides)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _command(recipe: str, config: Path, accelerate_config: str = "cpu.yaml") -> list[str]:
+    launcher = [str(ACCELERATE), "launch", "--config_file", str(ROOT / "accelerate_configs" / accelerate_config)]
+    return [*launcher, str(ROOT / "recipes" / f"{recipe}.py"), "--config", str(config)]
+
+
+def _assert_identical(result: object, kills: int) -> None:
+    summary = result.summary()  # type: ignore[attr-defined]
+    assert summary["kills"] == kills, summary
+    assert summary["identical"], summary["differences"]
+
+
+def _rtce_corpus(tmp_path: Path) -> Path:
+    settings = CorpusSettings(num_inputs=8, template_max_steps=4, input_lengths=(3, 10), completions="answer")
+    return build_rtce_sft_corpus(tmp_path / "corpus", settings, 2, False) / "sft"
+
+
+def test_sft_kt_seqcoder_full_fine_tuning_killed_at_random_steps(tmp_path: Path) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
+    config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
+                     max_steps=24, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
+    result = probe(_command("sft_kt", config), tmp_path / "probe", kills=2, seed=0, env=ENV, timeout=600)
+    _assert_identical(result, 2)
+
+
+def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before(tmp_path: Path) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
+    config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
+                     max_steps=24, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
+    result = probe(_command("sft_kt", config), tmp_path / "probe", kills=1, seed=0, kill_in_save=True, env=ENV,
+                   timeout=600)  # fmt: skip
+    _assert_identical(result, 1)
+    killed = result.attempts[0]
+    assert killed.killed_in_save is not None  # the folder the kill left half-written...
+    assert result.attempts[1].resumed_from == killed.killed_after  # ...was not resumed from
+
+
+def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path) -> None:
+    config = _config(tmp_path, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(_rtce_corpus(tmp_path)),
+                     algorithms=["rle"], max_steps_by_algorithm={}, max_steps=6, save_steps=2, lora_dropout=0.05,
+                     gradient_accumulation_steps=2, **SFT)  # fmt: skip
+    result = probe(_command("sft_rtce", config), tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=900)
+    _assert_identical(result, 1)
+
+
+def test_sft_rtce_lora_under_zero3_on_two_processes_killed_at_a_random_step(tmp_path: Path) -> None:
+    pytest.importorskip("deepspeed")
+    config = _config(tmp_path, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(_rtce_corpus(tmp_path)),
+                     algorithms=["rle"], max_steps_by_algorithm={}, max_steps=6, save_steps=2, lora_dropout=0.05,
+                     gradient_accumulation_steps=1, **SFT)  # fmt: skip
+    command = _command("sft_rtce", config, "zero3_cpu.yaml")
+    result = probe(command, tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=1200)
+    _assert_identical(result, 1)
+
+
+def test_grpo_kt_lora_killed_at_a_random_step_samples_and_scores_the_same(tmp_path: Path) -> None:
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
+    config = _config(tmp_path, "recipes/smollm2-135m/grpo_kt/config_cpu.yaml", dataset_name=str(corpus), max_steps=4,
+                     save_steps=1, max_train_samples=8, max_completion_length=24, log_completions=True)  # fmt: skip
+    result = probe(_command("grpo_kt", config), tmp_path / "probe", kills=1, seed=2, env=ENV, timeout=900)
+    _assert_identical(result, 1)
+    assert len(list((tmp_path / "probe" / "killed" / "completions").glob("*.parquet"))) == 4

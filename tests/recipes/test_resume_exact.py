@@ -25,6 +25,9 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE"
 COMMON = {"report_to": [], "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2}
 COMMON |= {"eval_strategy": "no", "warmup_steps": 0, "torch_threads": 1}
 SFT = {"evaluations": []}  # no evaluation after training
+RTCE_CONFIG = "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"
+RTCE_QUICK = {"algorithms": ["rle"], "max_steps_by_algorithm": {}, "max_steps": 6, "save_steps": 2, **SFT}
+RTCE_QUICK |= {"lora_dropout": 0.05}  # dropout draws from the RNG streams a resume must restore
 
 
 def _config(tmp_path: Path, recipe_config: str, **overrides: object) -> Path:
@@ -74,18 +77,16 @@ def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before
 
 
 def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path) -> None:
-    config = _config(tmp_path, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(_rtce_corpus(tmp_path)),
-                     algorithms=["rle"], max_steps_by_algorithm={}, max_steps=6, save_steps=2, lora_dropout=0.05,
-                     gradient_accumulation_steps=2, **SFT)  # fmt: skip
+    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=2,
+                     **RTCE_QUICK)  # fmt: skip
     result = probe(_command("sft_rtce", config), tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=900)
     _assert_identical(result, 1)
 
 
 def test_sft_rtce_lora_under_zero3_on_two_processes_killed_at_a_random_step(tmp_path: Path) -> None:
     pytest.importorskip("deepspeed")
-    config = _config(tmp_path, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(_rtce_corpus(tmp_path)),
-                     algorithms=["rle"], max_steps_by_algorithm={}, max_steps=6, save_steps=2, lora_dropout=0.05,
-                     gradient_accumulation_steps=1, **SFT)  # fmt: skip
+    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=1,
+                     **RTCE_QUICK)  # fmt: skip
     command = _command("sft_rtce", config, "zero3_cpu.yaml")
     result = probe(command, tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=1200)
     _assert_identical(result, 1)

@@ -15,8 +15,8 @@ from transformers.trainer_utils import IntervalStrategy
 _READERS = (".parquet", ".jsonl", ".json", ".csv")
 
 
-class DatasetUnavailableError(RuntimeError):
-    """A dataset path or id that cannot be loaded (one clear line)."""
+class DatasetUnavailableError(LookupError):
+    """A dataset path or id that cannot be loaded (one clear line; exit status 2, like any bad input)."""
 
 
 def _read_table(path: Path) -> pa.Table:

@@ -163,6 +163,22 @@ def test_bad_values_are_one_line_before_anything_loads(
     assert len(err) == 1 and re.search(expected, err[0]), err
 
 
+@pytest.mark.parametrize("dataset", ["missing", "corrupt"])
+def test_a_missing_or_corrupt_dataset_is_one_line_and_exit_status_2(
+    dataset: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad input like any other (issue 38: these exited 1, as if kt-train had failed)."""
+    path = tmp_path / dataset
+    if dataset == "corrupt":
+        (path / "data").mkdir(parents=True)
+        (path / "data" / "train-00000-of-00001.parquet").write_bytes(b"not parquet")
+    recipe = load_recipe("sft_kt")
+    argv = ["--config", str(ROOT / "recipes/seqcoder-tiny/sft_kt/config_10k.yaml"), "--dataset_name", str(path)]
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, [*argv, "--output_dir", str(tmp_path / "out")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and str(path) in errors[0] and "DatasetUnavailableError" not in errors[0], errors
+
+
 CPU_CONFIGS = [c for c in CONFIGS if "accelerate_configs/cpu.yaml" in c.read_text()]  # launched on one CPU process
 
 

@@ -53,6 +53,17 @@ def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+def timings_path(path: Path) -> Path:
+    """The log beside `path` of how long each batch took (a log, like the failures file: not byte-stable)."""
+    return path.with_name(path.name.removesuffix(".jsonl") + ".timings.jsonl")
+
+
+def log_timing(path: Path, items: int, seconds_per_item: float) -> None:
+    """Append one batch's timing to the log of `path` (records hold no timing: same seed, same bytes)."""
+    with timings_path(path).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"items": items, "seconds_per_item": round(seconds_per_item, 4)}) + "\n")
+
+
 def failures_path(path: Path) -> Path:
     """The side file of `path` that counts the failed attempts of each id (one line per failure)."""
     return path.with_name(path.name.removesuffix(".jsonl") + ".failures.jsonl")

@@ -174,7 +174,7 @@ class RunFolder:
         only this shard's."""
         suffix = ".shard-*-of-*" if everything else self.options.suffix
         patterns = [f"{name}{s}{ext}" for name in self._recorded_names() for s in ("", suffix)
-                    for ext in (".jsonl", ".failures.jsonl") if everything or s]  # fmt: skip
+                    for ext in (".jsonl", ".failures.jsonl", ".timings.jsonl") if everything or s]  # fmt: skip
         patterns += ["done*.json", SETTINGS_FILE, RECORDS_FILE] if everything else [self._done.name]
         for pattern in patterns:
             for path in self.output.glob(pattern):

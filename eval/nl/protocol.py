@@ -47,7 +47,7 @@ from kt_train.generation import FREE_BACKEND_OPTIONS, GenerationBackend, Samplin
 from kt_train.hf_dataset import row_id
 from kt_train.logs import first_line
 from kt_train.models import ModelUnavailableError
-from kt_train.records import run_resumable
+from kt_train.records import log_timing, run_resumable
 from kt_train.stages import RunFolder, RunOptions
 
 logger = logging.getLogger(__name__)
@@ -187,10 +187,11 @@ def generate_word_problems(
             generator, batch, lambda row: generator_prompt(row["infix"], domain, config.generator_shots), written,
             imported, backend, config.sampling(config.generator_tokens),
         )  # fmt: skip
+        log_timing(path, len(batch), elapsed)
         return [
             {"id": row_id(row["id"], generator.label), "expr_id": row["id"], "generator": generator.label,
              "generator_kind": generator.generator_kind, "model": generator.model, "adapter": generator.adapter,
-             **info, "text": text, **_guard_fields(text, row, guard, guarded), "elapsed_s": elapsed}
+             **info, "text": text, **_guard_fields(text, row, guard, guarded)}
             for row, text in zip(batch, texts, strict=True)
         ]  # fmt: skip
 
@@ -219,9 +220,10 @@ def extract_expressions(
             lambda w: parser_extract(w["word_problem"], domain), imported, backend,
             config.sampling(config.extractor_tokens),
         )  # fmt: skip
+        log_timing(path, len(batch), elapsed)
         return [
             {"id": row_id(w["id"], extractor.label), "extractor": extractor.label, "generator": w["generator"],
-             "expr_id": w["expr_id"], **info, "completion": text, "elapsed_s": elapsed}
+             "expr_id": w["expr_id"], **info, "completion": text}
             for w, text in zip(batch, texts, strict=True)
         ]  # fmt: skip
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from eval.rtce.items import RTCEItem
 from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
+from kt_train.records import log_timing
 from kt_train.stages import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ def generate_rows(
                 logger.error("generation failed for %d prompts after %d retries: %s", len(group), retries, exc)
                 texts, error = [None] * len(group), f"{type(exc).__name__}: {exc}"
             elapsed = (time.perf_counter() - start) / max(len(group), 1)
+            log_timing(folder.path(f"{spec.label}.completions"), len(group), elapsed)
             meta = {"model": spec.label, "base_model": spec.model, "adapter": spec.adapter, "temperature": temperature}
             meta |= {
                 "top_p": params.top_p,
@@ -88,7 +90,7 @@ def generate_rows(
                 if error is not None:
                     rows.append(row | {"completions": None, "error": error})
                 else:
-                    rows.append(row | {"completions": completions or [], "elapsed_s": round(elapsed, 3)})
+                    rows.append(row | {"completions": completions or []})
         return rows
 
     def key(work_item: tuple[float, RTCEItem]) -> str:

@@ -81,9 +81,48 @@ def parser_extract_source(row: dict) -> str:
     return render_arithmetic(parse_sexpr(row["sexpr"]), hashed_rng("test", row["id"]))
 
 
+LOGS = (".failures.jsonl", ".timings.jsonl")  # logs of what happened, not results: not byte-stable
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file of a run folder but its logs and plots, by relative path."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.name.endswith(LOGS) and path.suffix != ".png"
+    }
+
+
+def test_two_runs_and_a_killed_then_resumed_one_hold_the_same_bytes(suite_dir: Path, tmp_path: Path) -> None:
+    """Same seed, same bytes (issue 38: the records held each batch's timing)."""
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "kt_train.cli", "nl", "run", "--quiet", "--suite", str(suite_dir),
+               "--generators", "procedural", "sexpr", "--extractors", "parser", "--batch-size", "1"]  # fmt: skip
+    for name in ("a", "b"):
+        subprocess.run([*command, "--output", str(tmp_path / name)], check=True, capture_output=True, timeout=300)
+    killed = tmp_path / "killed"
+    for records in ("generations/procedural.jsonl", "extractions/parser.jsonl"):  # SIGKILL once records are written
+        process = subprocess.Popen([*command, "--output", str(killed)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        while process.poll() is None and not ((killed / records).is_file() and (killed / records).stat().st_size):
+            time.sleep(0.005)
+        process.kill()
+        process.wait()
+        assert not (killed / "done.json").exists()  # killed before the end
+    subprocess.run([*command, "--output", str(killed)], check=True, capture_output=True, timeout=300)
+    assert (tmp_path / "a" / "generations" / "procedural.jsonl").is_file()
+    first = _files(tmp_path / "a")
+    assert _files(tmp_path / "b") == first
+    assert _files(killed) == first
+    assert (tmp_path / "a" / "extractions" / "parser.timings.jsonl").is_file()  # the timings: a log beside
+
+
 def untimed(path: Path) -> list[dict]:
-    """The records of a JSONL file, in order, without their timings."""
-    return [{k: v for k, v in json.loads(line).items() if k != "elapsed_s"} for line in path.read_text().splitlines()]
+    """The records of a JSONL file, in order."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_a_resumed_run_ends_identical_and_other_settings_are_refused(suite_dir: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -135,6 +136,28 @@ def finish_run(
     return TrainingRun(metrics, trainer)
 
 
+class EmptySavedModelError(RuntimeError):
+    """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416)."""
+
+
+def check_saved_weights(output_dir: Path) -> None:
+    """Raise EmptySavedModelError when the saved adapter (or model) has no tensor, or a tensor with no values."""
+    from safetensors import safe_open
+
+    for name in ("adapter_model.safetensors", "model.safetensors"):
+        path = output_dir / name
+        if not path.is_file():
+            continue
+        with safe_open(str(path), framework="pt") as weights:
+            shapes = {key: weights.get_slice(key).get_shape() for key in weights.keys()}  # noqa: SIM118
+        empty = [key for key, shape in shapes.items() if math.prod(shape) == 0]
+        if not shapes or empty:
+            raise EmptySavedModelError(
+                f"{path} is empty ({len(empty)} of {len(shapes)} tensors hold no values, e.g. {empty[:1]}): the "
+                "weights were not gathered before saving; the checkpoints hold the trained state"
+            )
+
+
 def save_outputs(
     trainer: Trainer,
     tokenizer: Any,
@@ -150,6 +173,7 @@ def save_outputs(
     trainer.model.generation_config.eos_token_id = tokenizer.eos_token_id
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
+        check_saved_weights(Path(output_dir))
         trainer.model.generation_config.save_pretrained(output_dir)
         adapter = hasattr(trainer.model, "peft_config")
         local_base = getattr(trainer.model.config, "_name_or_path", None)
@@ -163,7 +187,9 @@ def save_outputs(
 
 
 __all__ = [
+    "EmptySavedModelError",
     "TrainingRun",
+    "check_saved_weights",
     "finish_run",
     "finished_run",
     "run_config",

@@ -122,3 +122,18 @@ def test_other_processes_only_read(tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert decide(run, _settings(tmp_path), overwrite=False, main_process=False) == RunStart(None)
     assert not (run / SETTINGS_FILE).exists()  # the main process records them
+
+
+def test_an_empty_saved_adapter_fails_in_one_line(tmp_path: Path) -> None:
+    """The known ZeRO-3 failure (TRL #4416): tensors of shape (0,) saved for the adapter."""
+    import torch
+    from safetensors.torch import save_file
+
+    from kt_train.training.lifecycle import EmptySavedModelError, check_saved_weights
+
+    whole = {"a.lora_A.weight": torch.ones(2, 4), "a.lora_B.weight": torch.zeros(4, 2)}
+    save_file(whole, str(tmp_path / "adapter_model.safetensors"))
+    check_saved_weights(tmp_path)
+    save_file({**whole, "a.lora_B.weight": torch.zeros(0)}, str(tmp_path / "adapter_model.safetensors"))
+    with pytest.raises(EmptySavedModelError, match=r"1 of 2 tensors hold no values"):
+        check_saved_weights(tmp_path)

@@ -288,6 +288,7 @@ SECTIONS = {
     "seqcoder_curves": "SeqCoder from scratch: learning curves on held-out sequences",
     "kt_search": "KT test-time search (kt eval kt --search K)",
     "seqcoder_numbers": "SeqCoder numbers: one token each or digits, 7,000 steps",
+    "resume": "Training resume after kill -9 (bench/bench_resume.py)",
 }
 
 

@@ -137,7 +137,8 @@ def finish_run(
 
 
 class EmptySavedModelError(RuntimeError):
-    """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416)."""
+    """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416), or
+    do not give the trained model's outputs."""
 
 
 def check_saved_weights(output_dir: Path) -> None:
@@ -158,6 +159,42 @@ def check_saved_weights(output_dir: Path) -> None:
             )
 
 
+RELOAD_PROBE = "sequence_1 = range_func_up(1, 5)\noutput = sequence_1"
+RELOAD_TOLERANCE = 1e-5
+
+
+def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
+    """Raise EmptySavedModelError unless a copy of `model` given the saved weights (the adapter's, or the whole
+    model's) gives the same logits as `model` on a probe text (float32 here; not under DeepSpeed, whose partitioned
+    model cannot be copied, nor for a 4-bit base)."""
+    import copy
+
+    import torch
+    from safetensors.torch import load_file
+
+    adapter = output_dir / "adapter_model.safetensors"
+    inputs = tokenizer(RELOAD_PROBE, return_tensors="pt").to(model.device)
+    training = model.training
+    model.eval()
+    try:
+        reloaded = copy.deepcopy(model)
+        if adapter.is_file():
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(reloaded, load_file(str(adapter)))
+        else:
+            reloaded.load_state_dict(load_file(str(output_dir / "model.safetensors")), strict=False)
+        with torch.no_grad():
+            difference = (model(**inputs).logits - reloaded(**inputs).logits).abs().max().item()
+    finally:
+        model.train(training)
+    if not difference <= RELOAD_TOLERANCE:
+        raise EmptySavedModelError(
+            f"{output_dir}: the saved weights do not give the trained model's outputs (largest logit difference "
+            f"{difference:.3g}); the checkpoints hold the trained state"
+        )
+
+
 def save_outputs(
     trainer: Trainer,
     tokenizer: Any,
@@ -174,6 +211,8 @@ def save_outputs(
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
         check_saved_weights(Path(output_dir))
+        if not trainer.is_deepspeed_enabled and not getattr(trainer.model, "is_loaded_in_4bit", False):
+            check_reloads(trainer.model, tokenizer, Path(output_dir))
         trainer.model.generation_config.save_pretrained(output_dir)
         adapter = hasattr(trainer.model, "peft_config")
         local_base = getattr(trainer.model.config, "_name_or_path", None)
@@ -189,6 +228,7 @@ def save_outputs(
 __all__ = [
     "EmptySavedModelError",
     "TrainingRun",
+    "check_reloads",
     "check_saved_weights",
     "finish_run",
     "finished_run",

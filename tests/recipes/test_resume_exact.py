@@ -59,7 +59,7 @@ def _rtce_corpus(tmp_path: Path) -> Path:
 def test_sft_kt_seqcoder_full_fine_tuning_killed_at_random_steps(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
     config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
-                     max_steps=24, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
+                     max_steps=16, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
     result = probe(_command("sft_kt", config), tmp_path / "probe", kills=2, seed=0, env=ENV, timeout=600)
     _assert_identical(result, 2)
 
@@ -67,7 +67,7 @@ def test_sft_kt_seqcoder_full_fine_tuning_killed_at_random_steps(tmp_path: Path)
 def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
     config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
-                     max_steps=24, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
+                     max_steps=16, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
     result = probe(_command("sft_kt", config), tmp_path / "probe", kills=1, seed=0, kill_in_save=True, env=ENV,
                    timeout=600)  # fmt: skip
     _assert_identical(result, 1)

@@ -56,6 +56,7 @@ def _rtce(work: Path, accelerate_config: str, accumulation: int) -> list[str]:
     corpus = build_rtce_sft_corpus(work / "corpus", settings, 2, False) / "sft"
     config = _config(work, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(corpus),
                      algorithms=["rle"], max_steps_by_algorithm={}, max_steps=8, save_steps=2, lora_dropout=0.05,
+                     eval_on_start=False,
                      gradient_accumulation_steps=accumulation, evaluations=[])  # fmt: skip
     return _command("sft_rtce", config, accelerate_config)
 

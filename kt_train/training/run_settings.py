@@ -27,6 +27,7 @@ from kt_train.stages import SettingsMismatch  # the one error of every run contr
 from kt_train.training.checkpoints import checkpoint_dirs, complete_checkpoints, remove_incomplete
 
 SETTINGS_FILE = "kt_run_settings.json"
+MARKED_KEY = "checkpoints_marked_complete"  # runs recorded with it resume only from checkpoints marked complete
 FINISHED_FILE = "train_results.json"
 RESULT_FILES = (FINISHED_FILE, "all_results.json", "trainer_state.json", SETTINGS_FILE)
 IGNORED_KEYS = frozenset(
@@ -146,9 +147,12 @@ def decide(output_dir: str | Path, settings: Mapping[str, Any], overwrite: bool,
             return RunStart(None, finished=True)
     elif main_process:
         directory.mkdir(parents=True, exist_ok=True)
-        _write(record_path, {"settings": dict(settings), "wandb_run_id": secrets.token_hex(4)})
+        record = {"settings": dict(settings), "wandb_run_id": secrets.token_hex(4), MARKED_KEY: True}
+        _write(record_path, record)
     if saved is None or not checkpoints:
         return RunStart(None)
+    if not saved.get(MARKED_KEY):  # a run started before checkpoints were marked complete: its last one, as before
+        return RunStart(str(checkpoints[-1]))
     if main_process:
         remove_incomplete(directory)
     complete = complete_checkpoints(directory)

@@ -79,6 +79,19 @@ def test_a_checkpoint_left_half_written_is_removed_and_the_last_complete_one_res
     assert not list(run.glob("checkpoint-*"))
 
 
+def test_a_run_started_before_checkpoints_were_marked_resumes_from_its_last_one(tmp_path: Path) -> None:
+    """Its checkpoints have no completion record: they are kept (nothing lost), the last one resumed as before."""
+    run, settings = tmp_path / "run", _settings(tmp_path)
+    decide(run, settings, overwrite=False, main_process=True)
+    record = json.loads((run / SETTINGS_FILE).read_text())
+    del record["checkpoints_marked_complete"]
+    (run / SETTINGS_FILE).write_text(json.dumps(record))
+    _checkpoint(run, 4, complete=False)
+    _checkpoint(run, 8, complete=False)
+    assert decide(run, settings, overwrite=False, main_process=True) == RunStart(str(run / "checkpoint-8"))
+    assert (run / "checkpoint-4").is_dir()
+
+
 def test_a_finished_run_is_not_trained_further(tmp_path: Path) -> None:
     run, settings = tmp_path / "run", _settings(tmp_path)
     decide(run, settings, overwrite=False, main_process=True)

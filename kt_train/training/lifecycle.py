@@ -136,13 +136,13 @@ def finish_run(
     return TrainingRun(metrics, trainer)
 
 
-class EmptySavedModelError(RuntimeError):
+class SavedWeightsError(RuntimeError):
     """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416), or
     do not give the trained model's outputs."""
 
 
 def check_saved_weights(output_dir: Path) -> None:
-    """Raise EmptySavedModelError when the saved adapter (or model) has no tensor, or a tensor with no values."""
+    """Raise SavedWeightsError when the saved adapter (or model) has no tensor, or a tensor with no values."""
     from safetensors import safe_open
 
     for name in ("adapter_model.safetensors", "model.safetensors"):
@@ -153,7 +153,7 @@ def check_saved_weights(output_dir: Path) -> None:
             shapes = {key: weights.get_slice(key).get_shape() for key in weights.keys()}  # noqa: SIM118
         empty = [key for key, shape in shapes.items() if math.prod(shape) == 0]
         if not shapes or empty:
-            raise EmptySavedModelError(
+            raise SavedWeightsError(
                 f"{path} is empty ({len(empty)} of {len(shapes)} tensors hold no values, e.g. {empty[:1]}): the "
                 "weights were not gathered before saving; the checkpoints hold the trained state"
             )
@@ -161,10 +161,11 @@ def check_saved_weights(output_dir: Path) -> None:
 
 RELOAD_PROBE = "sequence_1 = range_func_up(1, 5)\noutput = sequence_1"
 RELOAD_TOLERANCE = 1e-5
+RELOAD_MAX_PARAMETERS = 2_000_000_000
 
 
 def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
-    """Raise EmptySavedModelError unless a copy of `model` given the saved weights (the adapter's, or the whole
+    """Raise SavedWeightsError unless a copy of `model` given the saved weights (the adapter's, or the whole
     model's) gives the same logits as `model` on a probe text (float32 here; not under DeepSpeed, whose partitioned
     model cannot be copied, nor for a 4-bit base)."""
     import copy
@@ -189,7 +190,7 @@ def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
     finally:
         model.train(training)
     if not difference <= RELOAD_TOLERANCE:
-        raise EmptySavedModelError(
+        raise SavedWeightsError(
             f"{output_dir}: the saved weights do not give the trained model's outputs (largest logit difference "
             f"{difference:.3g}); the checkpoints hold the trained state"
         )
@@ -211,7 +212,9 @@ def save_outputs(
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
         check_saved_weights(Path(output_dir))
-        if not trainer.is_deepspeed_enabled and not getattr(trainer.model, "is_loaded_in_4bit", False):
+        quantized = getattr(trainer.model, "is_loaded_in_4bit", False)
+        small = trainer.model.num_parameters() <= RELOAD_MAX_PARAMETERS  # the check copies the model
+        if not trainer.is_deepspeed_enabled and not quantized and small:
             check_reloads(trainer.model, tokenizer, Path(output_dir))
         trainer.model.generation_config.save_pretrained(output_dir)
         adapter = hasattr(trainer.model, "peft_config")
@@ -226,7 +229,7 @@ def save_outputs(
 
 
 __all__ = [
-    "EmptySavedModelError",
+    "SavedWeightsError",
     "TrainingRun",
     "check_reloads",
     "check_saved_weights",

@@ -142,13 +142,13 @@ def test_an_empty_saved_adapter_fails_in_one_line(tmp_path: Path) -> None:
     import torch
     from safetensors.torch import save_file
 
-    from kt_train.training.lifecycle import EmptySavedModelError, check_saved_weights
+    from kt_train.training.lifecycle import SavedWeightsError, check_saved_weights
 
     whole = {"a.lora_A.weight": torch.ones(2, 4), "a.lora_B.weight": torch.zeros(4, 2)}
     save_file(whole, str(tmp_path / "adapter_model.safetensors"))
     check_saved_weights(tmp_path)
     save_file({**whole, "a.lora_B.weight": torch.zeros(0)}, str(tmp_path / "adapter_model.safetensors"))
-    with pytest.raises(EmptySavedModelError, match=r"1 of 2 tensors hold no values"):
+    with pytest.raises(SavedWeightsError, match=r"1 of 2 tensors hold no values"):
         check_saved_weights(tmp_path)
 
 
@@ -158,14 +158,14 @@ def test_saved_weights_that_do_not_give_the_trained_outputs_fail_in_one_line(tmp
     from safetensors.torch import load_file, save_file
 
     from dsl.seqcoder_model import SeqCoderInit, init_seqcoder
-    from kt_train.training.lifecycle import EmptySavedModelError, check_reloads
+    from kt_train.training.lifecycle import SavedWeightsError, check_reloads
 
     model, tokenizer = init_seqcoder(SeqCoderInit(size="tiny", seed=0))
     model.save_pretrained(tmp_path / "whole")
     check_reloads(model, tokenizer, tmp_path / "whole")
     other, _ = init_seqcoder(SeqCoderInit(size="tiny", seed=1))
     other.save_pretrained(tmp_path / "whole")  # weights of another model where this one's belong
-    with pytest.raises(EmptySavedModelError, match="do not give the trained model's outputs"):
+    with pytest.raises(SavedWeightsError, match="do not give the trained model's outputs"):
         check_reloads(model, tokenizer, tmp_path / "whole")
 
     adapted = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
@@ -174,6 +174,6 @@ def test_saved_weights_that_do_not_give_the_trained_outputs_fail_in_one_line(tmp
     saved = load_file(tmp_path / "adapter" / "adapter_model.safetensors")
     dropped = {k: torch.zeros_like(v) if "lora_B" in k else v for k, v in saved.items()}  # half the update lost
     save_file(dropped, str(tmp_path / "adapter" / "adapter_model.safetensors"))
-    with pytest.raises(EmptySavedModelError, match="largest logit difference"):
+    with pytest.raises(SavedWeightsError, match="largest logit difference"):
         check_reloads(adapted, tokenizer, tmp_path / "adapter")
     assert adapted.training  # the model is left in the mode it was in

@@ -21,6 +21,7 @@ from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, V
 from eval.kt.completions import extract_code
 from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
 from eval.kt.feedback_decoding import feed_and_execute
+from eval.kt.line_search import line_search
 from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import (
@@ -105,6 +106,15 @@ class KTEvalConfig(BackendOptions):
     feedback_max_values: int = field(
         default=FEEDBACK_MAX_VALUES, metadata={"help": "values in each feedback comment (as the model was trained)"}
     )
+    line_search: int = field(
+        default=0,
+        metadata={
+            "help": "line search (DSL mode, transformers backend, left-to-right programs): each greedy line runs in "
+            "the interpreter; one whose values are not the sequence's next ones is sampled again, R times at "
+            "--temperature, and the first that passes is kept (0: off)",
+            "metavar": "R",
+        },
+    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
     wandb_group: str | None = field(
         default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
@@ -134,6 +144,14 @@ class KTEvalConfig(BackendOptions):
                              "--backend transformers")  # fmt: skip
         if self.feedback_max_values < 1:
             raise ValueError(f"--feedback-max-values must be >= 1, got {self.feedback_max_values}")
+        if self.line_search < 0:
+            raise ValueError(f"--line-search must be >= 0, got {self.line_search}")
+        if self.line_search and (
+            self.mode != "dsl" or self.model is None or self.backend != "transformers" or self.temperature == 0
+            or self.search > 1 or self.num_samples > 1 or self.execution_feedback
+        ):  # fmt: skip
+            raise ValueError("--line-search R needs --mode dsl, --model, --backend transformers and --temperature > 0 "
+                             "for its samples, without --search, --num-samples or --execution-feedback")  # fmt: skip
 
     @property
     def prior(self) -> ProgramPrior:
@@ -190,9 +208,9 @@ def generation_failure(row: dict[str, Any]) -> str | None:
 
 def generate_completions(
     config: KTEvalConfig, dataset: KTDataset, folder: RunFolder, factory: BackendFactory, progress: bool
-) -> dict[str, list[str | None]]:
-    """Completions for every item (of this shard), generated batch by batch into `completions.jsonl` (resumable);
-    a batch whose generation fails after retries is recorded as failed, so a rerun makes it again."""
+) -> list[dict[str, Any]]:
+    """The `completions.jsonl` rows of every item (of this shard), generated batch by batch (resumable); a batch
+    whose generation fails after retries is recorded as failed, so a rerun makes it again."""
     state: dict[str, GenerationBackend] = {}
 
     def generate(prompts: list[str], sampling: SamplingConfig) -> list[list[str] | None]:
@@ -200,12 +218,24 @@ def generate_completions(
             return feed_and_execute(state["backend"], prompts, sampling, config.feedback_max_values)
         return with_retries(state["backend"].generate, prompts, sampling)
 
+    def search_lines(batch: Sequence[KTItem], prompts: list[str]) -> list[dict[str, Any]]:
+        found = line_search(
+            state["backend"], prompts, [item.sequence for item in batch], config.sampling(), config.line_search
+        )
+        return [
+            {"id": item.id, "completions": None if r.completion is None else [r.completion]}
+            | {"line_search": {"greedy_lines": r.greedy_lines, "sampled_lines": r.sampled_lines}}
+            for item, r in zip(batch, found, strict=True)
+        ]
+
     def process(batch: Sequence[KTItem]) -> list[dict[str, Any]]:
         if "backend" not in state:
             state["backend"] = factory(config)
         prompts = [kt_prompt(item.sequence, config.mode, config.prompt) for item in batch]
         texts: list[list[str] | None] = [[] for _ in prompts]
         try:
+            if config.line_search:
+                return search_lines(batch, prompts)
             for sampling in config.samplings():  # greedy first, then the samples (--search)
                 more = generate(prompts, sampling)
                 texts = [None if a is None or b is None else a + b for a, b in zip(texts, more, strict=True)]
@@ -213,11 +243,10 @@ def generate_completions(
             return [{"id": item.id, "completions": None, "error": f"{type(exc).__name__}: {exc}"} for item in batch]
         return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]
 
-    rows = folder.run(
+    return folder.run(
         COMPLETIONS, dataset.items, lambda i: i.id, process, config.batch_size, progress,
         failure=generation_failure, desc="generate",
     )  # fmt: skip
-    return {row["id"]: row["completions"] or [None] for row in rows}
 
 
 def scoring_failure(row: dict[str, Any]) -> str | None:
@@ -311,15 +340,18 @@ def run_kt_eval(
     dataset = load_kt_dataset(config.dataset, config.limit)
     settings = eval_settings(config, dataset)
     folder = RunFolder(config.output, settings, options)
+    generated: list[dict[str, Any]] = []
     if config.predictions is not None:
         completions = read_predictions(config.predictions, dataset)
     else:
-        completions = generate_completions(config, dataset, folder, factory, progress)
+        generated = generate_completions(config, dataset, folder, factory, progress)
+        completions = {row["id"]: row["completions"] or [None] for row in generated}
     rows = score_all(config, dataset, completions, folder, progress)
     if folder.options.sharded:
         summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards, "items": len(rows)}
     else:
-        summary = write_outputs(rows, dataset, config, settings, Path(config.output))
+        costs = [row["line_search"] for row in generated if "line_search" in row]
+        summary = write_outputs(rows, dataset, config, settings, Path(config.output), costs)
     folder.finish(summary)
     return summary
 

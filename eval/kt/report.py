@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.kt import plots
+from eval.kt.line_search import line_search_summary
 from eval.kt.scoring import PREFIXES, aggregate, search_summary
 
 if TYPE_CHECKING:
@@ -39,6 +40,18 @@ def search_lines(search: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
+def line_search_lines(search: Mapping[str, Any] | None) -> list[str]:
+    """The report's line on a `--line-search` run: what the search cost."""
+    if not search:
+        return []
+    return [
+        f"Line search ({search['samples']} samples for a failing line): {search['greedy_lines']} lines generated "
+        f"greedily and {search['sampled_lines']} sampled, for {search['items_resampled']} of {search['items']} "
+        "sequences.",
+        "",
+    ]
+
+
 def markdown_report(summary: Mapping[str, Any]) -> str:
     """A markdown table of the headline metrics, one per length bucket and the verdict counts."""
     s, m = summary["settings"], summary["metrics"]
@@ -63,6 +76,7 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
         "Executable (release): outputs of 1 to 256 elements only, as the release's post-processing.",
         "",
         *search_lines(m.get("search")),
+        *line_search_lines(m.get("line_search")),
         "Prefix accuracy: "
         + ", ".join(f"@{k} {_fmt(m['prefix_accuracy'][str(k)])}" for k in PREFIXES)
         + f"; mean longest correct prefix {_fmt(m['mean_correct_prefix'], 1)}.",
@@ -114,13 +128,17 @@ def write_outputs(
     config: KTEvalConfig,
     settings: Mapping[str, Any],
     output: Path,
+    line_costs: Sequence[Mapping[str, int]] = (),
 ) -> dict[str, Any]:
-    """Write summary.json, report.md and the plots (and log to W&B when asked); return the summary."""
+    """Write summary.json, report.md and the plots (and log to W&B when asked); return the summary. `line_costs`:
+    the lines each sequence's line search generated (`--line-search`)."""
     metrics = aggregate(rows, dataset.symbol_bits, config.gzip_encoding, config.prior)
     if config.search > 1:
         metrics["search"] = search_summary(
             rows, dataset.symbol_bits, config.search, config.gzip_encoding, config.prior
         )
+    if config.line_search:
+        metrics["line_search"] = line_search_summary(line_costs, config.line_search)
     summary = {
         "settings": dict(settings),
         "modality": dataset.modality,

@@ -1,0 +1,148 @@
+"""Line search (`kt eval kt --line-search R`): test-time search line by line, for programs that write the sequence
+left to right (the segment programs of `dsl.segments`).
+
+The model writes one line at a time, greedily; the interpreter runs the program so far and checks the new line's
+value against the sequence the program must print (the encoder knows it: this is compression). A line passes when
+its value
+
+- is a prefix of the sequence longer than any before it (the output so far grows),
+- or is the sequence's next numbers after that prefix, in order or reversed (a piece about to be concatenated;
+  a descending run is written ascending, then reversed),
+- or, for the output line, is the whole sequence.
+
+A line that fails (it does not parse or run, its values are not the next ones, the model stops before the output
+line) is sampled again: R samples at `--temperature`, the first that passes is kept; when none passes the program
+ends there and will be judged incorrect. The decoder needs nothing of this: the kept program is scored by the checker
+like any other, under the same prior, so search only changes which program the encoder sends. Its cost is counted:
+lines generated greedily and lines sampled, per sequence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from dsl.interpreter import run_lines
+from dsl.parser import parse_program
+from dsl.program import DSLError
+from eval.kt.feedback_decoding import ContinuingBackend
+from kt_train.generation import SamplingConfig
+
+LINE_STOP = ["\n"]
+_OUTPUT_LINE = re.compile(r"\s*output\s*=")
+
+
+def line_passes(values: list[int], sequence: Sequence[int], prefix: int, is_output: bool) -> bool:
+    """Whether a line's value keeps a left-to-right program on the sequence (`prefix`: the longest prefix of the
+    sequence written so far)."""
+    if is_output:
+        return list(values) == list(sequence)
+    if not values:
+        return False
+    if len(values) > prefix and list(sequence[: len(values)]) == values:
+        return True
+    following = list(sequence[prefix : prefix + len(values)])
+    return len(following) == len(values) and (following == values or following == values[::-1])
+
+
+@dataclass
+class _Program:
+    """One program being written: its prompt, the sequence it must print and the lines kept so far."""
+
+    prompt: str
+    sequence: tuple[int, ...]
+    lines: list[str] = field(default_factory=list)
+    prefix: int = 0  # the longest prefix of the sequence a kept line holds
+    done: bool = False
+    dropped: bool = False  # the prompt did not fit: no completion
+    greedy_lines: int = 0
+    sampled_lines: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+    def accept(self, generated: str) -> bool:
+        """Keep `generated` (one line, up to its newline) if it passes; the output line ends the program."""
+        code = generated.removesuffix("\n").split("#", 1)[0].rstrip()
+        if not code.strip():
+            return False  # the model stopped before its output line
+        is_output = _OUTPUT_LINE.match(code) is not None
+        try:
+            values = run_lines(parse_program("\n".join([*self.lines, code]), partial=not is_output))[-1]
+        except DSLError:
+            return False
+        if not line_passes(values, self.sequence, self.prefix, is_output):
+            return False
+        self.lines.append(code)
+        if list(self.sequence[: len(values)]) == values:
+            self.prefix = max(self.prefix, len(values))
+        self.done = is_output
+        return True
+
+
+@dataclass(frozen=True)
+class LineSearchResult:
+    """Per prompt: the program written (None: the prompt did not fit) and the lines it cost."""
+
+    completion: str | None
+    greedy_lines: int
+    sampled_lines: int
+
+
+def line_search(
+    backend: ContinuingBackend,
+    prompts: Sequence[str],
+    sequences: Sequence[Sequence[int]],
+    sampling: SamplingConfig,
+    samples: int,
+    max_lines: int = 128,
+) -> list[LineSearchResult]:
+    """One program per prompt, written line by line: the greedy line, or when it fails the first of `samples` lines
+    sampled at `sampling.temperature` that passes. `sampling.max_new_tokens` bounds each line; the samples of a
+    program's n-th line are drawn with seed `sampling.seed + n`."""
+    programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
+    greedy = replace(sampling, temperature=0.0, n=1, stop=LINE_STOP)
+    sampled = replace(sampling, n=samples, stop=LINE_STOP)
+    while active := [p for p in programs if not p.done]:
+        outputs = backend.generate([p.prompt for p in active], greedy, prefixes=[p.text for p in active])
+        failed: list[_Program] = []
+        for program, texts in zip(active, outputs, strict=True):
+            if texts is None:  # the prompt (with the program so far) no longer fits
+                program.dropped, program.done = not program.lines, True
+                continue
+            program.greedy_lines += 1
+            if not program.accept(texts[0]):
+                failed.append(program)
+        for line_number in sorted({len(p.lines) for p in failed}):
+            group = [p for p in failed if len(p.lines) == line_number]
+            candidates = backend.generate(
+                [p.prompt for p in group], replace(sampled, seed=sampling.seed + line_number),
+                prefixes=[p.text for p in group],
+            )  # fmt: skip
+            for program, texts in zip(group, candidates, strict=True):
+                program.sampled_lines += len(texts or [])
+                if not any(program.accept(text) for text in texts or []):
+                    program.done = True  # no line passes: the program ends here, incomplete
+        for program in active:
+            if not program.done and len(program.lines) >= max_lines:
+                program.done = True
+    return [
+        LineSearchResult(None if p.dropped else p.text.removesuffix("\n"), p.greedy_lines, p.sampled_lines)
+        for p in programs
+    ]
+
+
+def line_search_summary(costs: Sequence[Mapping[str, int]], samples: int) -> dict[str, int]:
+    """What a line search cost over a set: the lines generated greedily and sampled, and the sequences resampled."""
+    return {
+        "samples": samples,
+        "items": len(costs),
+        "items_resampled": sum(cost["sampled_lines"] > 0 for cost in costs),
+        "greedy_lines": sum(cost["greedy_lines"] for cost in costs),
+        "sampled_lines": sum(cost["sampled_lines"] for cost in costs),
+    }
+
+
+__all__ = ["LineSearchResult", "line_passes", "line_search", "line_search_summary"]

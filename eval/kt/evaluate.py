@@ -115,6 +115,14 @@ class KTEvalConfig(BackendOptions):
             "metavar": "R",
         },
     )
+    line_backtracks: int = field(
+        default=0,
+        metadata={
+            "help": "line search: when no sample of a line passes, take back the line before and sample its place "
+            "again, at most B times a program (0: the program ends there)",
+            "metavar": "B",
+        },
+    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
     wandb_group: str | None = field(
         default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
@@ -144,8 +152,10 @@ class KTEvalConfig(BackendOptions):
                              "--backend transformers")  # fmt: skip
         if self.feedback_max_values < 1:
             raise ValueError(f"--feedback-max-values must be >= 1, got {self.feedback_max_values}")
-        if self.line_search < 0:
-            raise ValueError(f"--line-search must be >= 0, got {self.line_search}")
+        if self.line_search < 0 or self.line_backtracks < 0:
+            raise ValueError("--line-search and --line-backtracks must be >= 0")
+        if self.line_backtracks and not self.line_search:
+            raise ValueError("--line-backtracks takes lines back in a line search: it needs --line-search")
         if self.line_search and (
             self.mode != "dsl" or self.model is None or self.backend != "transformers" or self.temperature == 0
             or self.search > 1 or self.num_samples > 1 or self.execution_feedback
@@ -220,11 +230,11 @@ def generate_completions(
 
     def search_lines(batch: Sequence[KTItem], prompts: list[str]) -> list[dict[str, Any]]:
         found = line_search(
-            state["backend"], prompts, [item.sequence for item in batch], config.sampling(), config.line_search
-        )
+            state["backend"], prompts, [item.sequence for item in batch], config.sampling(), config.line_search,
+            config.line_backtracks,
+        )  # fmt: skip
         return [
-            {"id": item.id, "completions": None if r.completion is None else [r.completion]}
-            | {"line_search": {"greedy_lines": r.greedy_lines, "sampled_lines": r.sampled_lines}}
+            {"id": item.id, "completions": None if r.completion is None else [r.completion], "line_search": r.cost}
             for item, r in zip(batch, found, strict=True)
         ]
 

@@ -11,10 +11,12 @@ its value
 - or, for the output line, is the whole sequence.
 
 A line that fails (it does not parse or run, its values are not the next ones, the model stops before the output
-line) is sampled again: R samples at `--temperature`, the first that passes is kept; when none passes the program
-ends there and will be judged incorrect. The decoder needs nothing of this: the kept program is scored by the checker
-like any other, under the same prior, so search only changes which program the encoder sends. Its cost is counted:
-lines generated greedily and lines sampled, per sequence.
+line) is sampled again: R samples at `--temperature`, the first that passes is kept. When none passes, the line
+before is taken back and its place sampled again (`--line-backtracks`: a run written one too short passes its
+check, then no line can follow it); past that budget the program ends there and will be judged incorrect. The
+decoder needs nothing of this: the kept program is scored by the checker like any other, under the same prior, so
+search only changes which program the encoder sends. Its cost is counted: lines generated greedily, lines sampled,
+lines taken back, per sequence.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ class _Program:
     sequence: tuple[int, ...]
     lines: list[str] = field(default_factory=list)
     prefix: int = 0  # the longest prefix of the sequence a kept line holds
+    prefixes: list[int] = field(default_factory=list)  # `prefix` before each kept line
+    taken_back: dict[int, set[str]] = field(default_factory=dict)  # per line number, the lines taken back there
+    backtracks: int = 0
+    resample: bool = False  # a line was just taken back: sample its place again, no greedy line
     done: bool = False
     dropped: bool = False  # the prompt did not fit: no completion
     greedy_lines: int = 0
@@ -66,8 +72,8 @@ class _Program:
     def accept(self, generated: str) -> bool:
         """Keep `generated` (one line, up to its newline) if it passes; the output line ends the program."""
         code = generated.removesuffix("\n").split("#", 1)[0].rstrip()
-        if not code.strip():
-            return False  # the model stopped before its output line
+        if not code.strip() or code in self.taken_back.get(len(self.lines), ()):
+            return False  # the model stopped before its output line, or wrote a line that led nowhere
         is_output = _OUTPUT_LINE.match(code) is not None
         try:
             values = run_lines(parse_program("\n".join([*self.lines, code]), partial=not is_output))[-1]
@@ -76,19 +82,38 @@ class _Program:
         if not line_passes(values, self.sequence, self.prefix, is_output):
             return False
         self.lines.append(code)
+        self.prefixes.append(self.prefix)
         if list(self.sequence[: len(values)]) == values:
             self.prefix = max(self.prefix, len(values))
         self.done = is_output
         return True
 
+    def take_back(self, budget: int) -> bool:
+        """Take back the last line, which led to a line no sample could write (a run one too short passes, then
+        nothing follows it); False when there is none or `budget` take-backs are spent."""
+        if not self.lines or self.backtracks >= budget:
+            return False
+        for later in [n for n in self.taken_back if n >= len(self.lines)]:
+            del self.taken_back[later]  # what was refused after the line is not refused after another
+        code, self.prefix = self.lines.pop(), self.prefixes.pop()
+        self.taken_back.setdefault(len(self.lines), set()).add(code)
+        self.backtracks += 1
+        self.resample = True
+        return True
+
 
 @dataclass(frozen=True)
 class LineSearchResult:
-    """Per prompt: the program written (None: the prompt did not fit) and the lines it cost."""
+    """Per prompt: the program written (None: the prompt did not fit) and what it cost."""
 
     completion: str | None
     greedy_lines: int
     sampled_lines: int
+    backtracks: int
+
+    @property
+    def cost(self) -> dict[str, int]:
+        return {"greedy_lines": self.greedy_lines, "sampled_lines": self.sampled_lines, "backtracks": self.backtracks}
 
 
 def line_search(
@@ -97,18 +122,21 @@ def line_search(
     sequences: Sequence[Sequence[int]],
     sampling: SamplingConfig,
     samples: int,
+    backtracks: int = 0,
     max_lines: int = 128,
 ) -> list[LineSearchResult]:
     """One program per prompt, written line by line: the greedy line, or when it fails the first of `samples` lines
-    sampled at `sampling.temperature` that passes. `sampling.max_new_tokens` bounds each line; the samples of a
-    program's n-th line are drawn with seed `sampling.seed + n`."""
+    sampled at `sampling.temperature` that passes; when none passes, the line before is taken back and sampled again
+    (at most `backtracks` times a program), else the program ends there. `sampling.max_new_tokens` bounds each line;
+    the samples of a program's n-th line are drawn with seed `sampling.seed + n`."""
     programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
     greedy = replace(sampling, temperature=0.0, n=1, stop=LINE_STOP)
     sampled = replace(sampling, n=samples, stop=LINE_STOP)
     while active := [p for p in programs if not p.done]:
-        outputs = backend.generate([p.prompt for p in active], greedy, prefixes=[p.text for p in active])
-        failed: list[_Program] = []
-        for program, texts in zip(active, outputs, strict=True):
+        failed = [p for p in active if p.resample]
+        fresh = [p for p in active if not p.resample]
+        outputs = backend.generate([p.prompt for p in fresh], greedy, [p.text for p in fresh]) if fresh else []
+        for program, texts in zip(fresh, outputs, strict=True):
             if texts is None:  # the prompt (with the program so far) no longer fits
                 program.dropped, program.done = not program.lines, True
                 continue
@@ -122,14 +150,17 @@ def line_search(
                 prefixes=[p.text for p in group],
             )  # fmt: skip
             for program, texts in zip(group, candidates, strict=True):
+                program.resample = False
                 program.sampled_lines += len(texts or [])
-                if not any(program.accept(text) for text in texts or []):
+                if not any(program.accept(text) for text in texts or []) and not program.take_back(backtracks):
                     program.done = True  # no line passes: the program ends here, incomplete
         for program in active:
             if not program.done and len(program.lines) >= max_lines:
                 program.done = True
     return [
-        LineSearchResult(None if p.dropped else p.text.removesuffix("\n"), p.greedy_lines, p.sampled_lines)
+        LineSearchResult(
+            None if p.dropped else p.text.removesuffix("\n"), p.greedy_lines, p.sampled_lines, p.backtracks
+        )
         for p in programs
     ]
 
@@ -142,6 +173,7 @@ def line_search_summary(costs: Sequence[Mapping[str, int]], samples: int) -> dic
         "items_resampled": sum(cost["sampled_lines"] > 0 for cost in costs),
         "greedy_lines": sum(cost["greedy_lines"] for cost in costs),
         "sampled_lines": sum(cost["sampled_lines"] for cost in costs),
+        "backtracks": sum(cost["backtracks"] for cost in costs),
     }
 
 

@@ -47,7 +47,7 @@ def line_search_lines(search: Mapping[str, Any] | None) -> list[str]:
     return [
         f"Line search ({search['samples']} samples for a failing line): {search['greedy_lines']} lines generated "
         f"greedily and {search['sampled_lines']} sampled, for {search['items_resampled']} of {search['items']} "
-        "sequences.",
+        f"sequences; {search['backtracks']} line(s) taken back.",
         "",
     ]
 

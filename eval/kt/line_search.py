@@ -21,6 +21,7 @@ lines taken back, per sequence.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -127,12 +128,16 @@ def line_search(
 ) -> list[LineSearchResult]:
     """One program per prompt, written line by line: the greedy line, or when it fails the first of `samples` lines
     sampled at `sampling.temperature` that passes; when none passes, the line before is taken back and sampled again
-    (at most `backtracks` times a program), else the program ends there. `sampling.max_new_tokens` bounds each line;
-    the samples of a program's n-th line are drawn with seed `sampling.seed + n`."""
+    (at most `backtracks` times a program), else the program ends there. `sampling.max_new_tokens` bounds each line.
+    Each round generates the next line of every program not done, greedily, then samples for those whose line
+    failed, in one call drawn with seed `sampling.seed + round`."""
     programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
     greedy = replace(sampling, temperature=0.0, n=1, stop=LINE_STOP)
     sampled = replace(sampling, n=samples, stop=LINE_STOP)
-    while active := [p for p in programs if not p.done]:
+    for round_number in itertools.count():
+        active = [p for p in programs if not p.done]
+        if not active:
+            break
         failed = [p for p in active if p.resample]
         fresh = [p for p in active if not p.resample]
         outputs = backend.generate([p.prompt for p in fresh], greedy, [p.text for p in fresh]) if fresh else []
@@ -143,17 +148,15 @@ def line_search(
             program.greedy_lines += 1
             if not program.accept(texts[0]):
                 failed.append(program)
-        for line_number in sorted({len(p.lines) for p in failed}):
-            group = [p for p in failed if len(p.lines) == line_number]
-            candidates = backend.generate(
-                [p.prompt for p in group], replace(sampled, seed=sampling.seed + line_number),
-                prefixes=[p.text for p in group],
-            )  # fmt: skip
-            for program, texts in zip(group, candidates, strict=True):
-                program.resample = False
-                program.sampled_lines += len(texts or [])
-                if not any(program.accept(text) for text in texts or []) and not program.take_back(backtracks):
-                    program.done = True  # no line passes: the program ends here, incomplete
+        candidates = backend.generate(
+            [p.prompt for p in failed], replace(sampled, seed=sampling.seed + round_number),
+            prefixes=[p.text for p in failed],
+        ) if failed else []  # fmt: skip
+        for program, texts in zip(failed, candidates, strict=True):
+            program.resample = False
+            program.sampled_lines += len(texts or [])
+            if not any(program.accept(text) for text in texts or []) and not program.take_back(backtracks):
+                program.done = True  # no line passes: the program ends here, incomplete
         for program in active:
             if not program.done and len(program.lines) >= max_lines:
                 program.done = True

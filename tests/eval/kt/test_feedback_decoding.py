@@ -10,18 +10,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from dsl.feedback import LineFeedback, with_feedback
-from dsl.seqcoder import to_seqcoder_chat
-from dsl.seqcoder_model import SeqCoderInit, init_seqcoder
 from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig
 from eval.kt.feedback_decoding import feed_and_execute
 from eval.kt.prompts import kt_prompt
 from kt_train.cli import main
 from kt_train.generation import SamplingConfig, TransformersBackend
 from kt_train.models import DEFAULT_MODEL
+from tests.seqcoder_by_heart import train_by_heart
 
 FAILING_LINE = "sequence_2 = range_func_interval(1, 9, 0)"  # interval 0: a runtime error
 
@@ -47,27 +45,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[
     two.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), two / "test-00000-of-00001.parquet")
     answers = [with_feedback(rows[0]["program"]), failing_answer()]
-    model, tokenizer = init_seqcoder(SeqCoderInit(seed=0, max_position_embeddings=1024))
-    texts = []
-    for row, answer in zip(rows, answers, strict=True):
-        chat = to_seqcoder_chat({"sequence": row["sequence"], "program": answer})
-        texts.append(tokenizer.apply_chat_template(chat["prompt"] + chat["completion"], tokenize=False))
-    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    torch.manual_seed(0)
-    model.train()
-    for _ in range(300):
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if loss.item() < 0.005:
-            break
-    model.eval()
-    out = root / "model"
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    pairs = [(row["sequence"], answer) for row, answer in zip(rows, answers, strict=True)]
+    out = train_by_heart(pairs, root / "model", stop_loss=0.005)
     return out, two.parent, rows
 
 

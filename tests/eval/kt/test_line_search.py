@@ -11,17 +11,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from dsl.seqcoder import to_seqcoder_chat
-from dsl.seqcoder_model import SeqCoderInit, init_seqcoder
 from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig
 from eval.kt.line_search import line_passes, line_search
 from eval.kt.prompts import kt_prompt
 from kt_train.cli import main
 from kt_train.generation import SamplingConfig, TransformersBackend
 from kt_train.models import DEFAULT_MODEL
+from tests.seqcoder_by_heart import train_by_heart
 
 SEQUENCES = [[9, 4, 7, 7, 7, 7, 7], [200, 3, 1, 2, 3, 4, 5], [31, 8, 2, 2, 2, 2, 2, 2]]
 RIGHT = (
@@ -45,28 +43,10 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     data.mkdir(parents=True)
     rows = [{"id": f"seq-{i}", "sequence": s, "program": ""} for i, s in enumerate(SEQUENCES)]
     pq.write_table(pa.Table.from_pylist(rows), data / "test-00000-of-00001.parquet")
-    model, tokenizer = init_seqcoder(SeqCoderInit(seed=0, max_position_embeddings=1024))
     answers = [(SEQUENCES[0], WRONG + ENDING), (SEQUENCES[0], WRONG + ENDING), (SEQUENCES[0], RIGHT + ENDING),
                (SEQUENCES[1], ONLY_WRONG), (SEQUENCES[2], SHORT_RUN), (SEQUENCES[2], SHORT_RUN),
                (SEQUENCES[2], RIGHT_RUN)]  # fmt: skip
-    texts = []
-    for sequence, answer in answers:
-        chat = to_seqcoder_chat({"sequence": sequence, "program": answer})
-        texts.append(tokenizer.apply_chat_template(chat["prompt"] + chat["completion"], tokenize=False))
-    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    torch.manual_seed(0)
-    model.train()
-    for _ in range(300):
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    model.eval()
-    out = root / "model"
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    out = train_by_heart(answers, root / "model")
     return out, root / "evalset"
 
 

@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--output", default="outputs/bench/kt_search")
+    parser.add_argument("--section", default="kt_search", choices=["kt_search", "kt_search_segments"],
+                        help="the section of docs/benchmarks.md to write")  # fmt: skip
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
     if 1 not in args.k:
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     gzip = gzip_rates([item.sequence for item in dataset.items], dataset.symbol_bits, "bytes")["per_sequence"]
     out.mkdir(parents=True, exist_ok=True)
     (out / "search.json").write_text(json.dumps({"gzip_per_sequence": gzip, "arms": results}, indent=1) + "\n")
-    return publish("kt_search", report(results, gzip, args), args.no_doc)
+    return publish(args.section, report(results, gzip, args), args.no_doc)
 
 
 def _ci(entry: dict[str, float], digits: int) -> str:

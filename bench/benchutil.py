@@ -287,6 +287,7 @@ SECTIONS = {
     "rtce_release": "RTCE: the release's verdicts and Table 3 (QwQ-32B)",
     "seqcoder_curves": "SeqCoder from scratch: learning curves on held-out sequences",
     "kt_search": "KT test-time search (kt eval kt --search K)",
+    "kt_search_segments": "KT search on the segments SeqCoder: the 2,000 held-out sequences of issue 36",
     "seqcoder_numbers": "SeqCoder numbers: one token each or digits, 7,000 steps",
     "resume": "Training resume after kill -9 (bench/bench_resume.py)",
 }

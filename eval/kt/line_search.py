@@ -89,6 +89,16 @@ class _Program:
         self.done = is_output
         return True
 
+    def accept_greedy(self, generated: str) -> bool:
+        """Keep the lines of a greedy continuation up to the first that fails (False) or the output line (True)."""
+        for line in generated.splitlines(keepends=True) or [""]:
+            self.greedy_lines += 1
+            if not self.accept(line):
+                return False
+            if self.done:
+                return True
+        return False  # the model stopped before its output line
+
     def take_back(self, budget: int) -> bool:
         """Take back the last line, which led to a line no sample could write (a run one too short passes, then
         nothing follows it); False when there is none or `budget` take-backs are spent."""
@@ -128,11 +138,12 @@ def line_search(
 ) -> list[LineSearchResult]:
     """One program per prompt, written line by line: the greedy line, or when it fails the first of `samples` lines
     sampled at `sampling.temperature` that passes; when none passes, the line before is taken back and sampled again
-    (at most `backtracks` times a program), else the program ends there. `sampling.max_new_tokens` bounds each line.
-    Each round generates the next line of every program not done, greedily, then samples for those whose line
-    failed, in one call drawn with seed `sampling.seed + round`."""
+    (at most `backtracks` times a program), else the program ends there. Each round continues every program not
+    done greedily to its end (one call: its lines are checked in order and kept up to the first that fails, the
+    same lines as greedy decoding line by line), then samples the failing lines, in one call drawn with seed
+    `sampling.seed + round`. `sampling.max_new_tokens` bounds each call's text."""
     programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
-    greedy = replace(sampling, temperature=0.0, n=1, stop=LINE_STOP)
+    greedy = replace(sampling, temperature=0.0, n=1, stop=None)  # the rest of the program, checked line by line
     sampled = replace(sampling, n=samples, stop=LINE_STOP)
     for round_number in itertools.count():
         active = [p for p in programs if not p.done]
@@ -145,8 +156,7 @@ def line_search(
             if texts is None:  # the prompt (with the program so far) no longer fits
                 program.dropped, program.done = not program.lines, True
                 continue
-            program.greedy_lines += 1
-            if not program.accept(texts[0]):
+            if not program.accept_greedy(texts[0]):
                 failed.append(program)
         candidates = backend.generate(
             [p.prompt for p in failed], replace(sampled, seed=sampling.seed + round_number),

@@ -60,6 +60,7 @@ class _Program:
     prefixes: list[int] = field(default_factory=list)  # `prefix` before each kept line
     taken_back: dict[int, set[str]] = field(default_factory=dict)  # per line number, the lines taken back there
     backtracks: int = 0
+    failures: int = 0  # lines that failed and were sampled again
     resample: bool = False  # a line was just taken back: sample its place again, no greedy line
     done: bool = False
     dropped: bool = False  # the prompt did not fit: no completion
@@ -135,13 +136,15 @@ def line_search(
     samples: int,
     backtracks: int = 0,
     max_lines: int = 128,
+    max_failures: int = 8,
 ) -> list[LineSearchResult]:
     """One program per prompt, written line by line: the greedy line, or when it fails the first of `samples` lines
     sampled at `sampling.temperature` that passes; when none passes, the line before is taken back and sampled again
     (at most `backtracks` times a program), else the program ends there. Each round continues every program not
     done greedily to its end (one call: its lines are checked in order and kept up to the first that fails, the
     same lines as greedy decoding line by line), then samples the failing lines, in one call drawn with seed
-    `sampling.seed + round`. `sampling.max_new_tokens` bounds each call's text."""
+    `sampling.seed + round`. `sampling.max_new_tokens` bounds each call's text; a program ends after `max_failures`
+    sampled lines (the search's cost is bounded by its inputs: at most `max_failures` + 1 rounds a program)."""
     programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
     greedy = replace(sampling, temperature=0.0, n=1, stop=None)  # the rest of the program, checked line by line
     sampled = replace(sampling, n=samples, stop=LINE_STOP)
@@ -167,6 +170,9 @@ def line_search(
             program.sampled_lines += len(texts or [])
             if not any(program.accept(text) for text in texts or []) and not program.take_back(backtracks):
                 program.done = True  # no line passes: the program ends here, incomplete
+            program.failures += 1
+            if program.failures >= max_failures:
+                program.done = True  # the search's budget a program: it ends as it stands
         for program in active:
             if not program.done and len(program.lines) >= max_lines:
                 program.done = True

@@ -24,6 +24,21 @@ FEEDBACK_MAX_VALUES = 16
 _OUTPUT_LINE = re.compile(r"\s*output\s*=")
 
 
+def line_code(line: str) -> str:
+    """A generated line without its newline or any comment the model wrote."""
+    return line.split("#", 1)[0].rstrip()
+
+
+def is_output_line(code: str) -> bool:
+    return _OUTPUT_LINE.match(code) is not None
+
+
+def run_program_so_far(lines: list[str], max_length: int = DEFAULT_MAX_LENGTH) -> list[list[int]]:
+    """Values of every line of a program being generated (complete once its last line is the output line); raise
+    `DSLError` when it does not parse or run."""
+    return run_lines(parse_program("\n".join(lines), partial=not is_output_line(lines[-1])), max_length)
+
+
 def with_feedback(program: str, max_values: int = FEEDBACK_MAX_VALUES) -> str:
     """The program (rendered canonically) with `# [values]` after every line, its output line included; the
     program must run."""
@@ -51,14 +66,22 @@ class LineFeedback:
 
     def add(self, line: str) -> LineResult:
         """Check one generated line (its comment, if the model wrote one, is dropped) and keep it."""
-        code = line.split("#", 1)[0].rstrip()
+        code = line_code(line)
         self.lines.append(code)
-        is_output = _OUTPUT_LINE.match(code) is not None
+        is_output = is_output_line(code)
         try:
-            values = run_lines(parse_program("\n".join(self.lines), partial=not is_output), self.max_length)
+            values = run_program_so_far(self.lines, self.max_length)
         except DSLError as exc:
             return LineResult(code, error=str(exc), is_output=is_output)
         return LineResult(code, values_comment(values[-1], self.max_values), is_output=is_output)
 
 
-__all__ = ["FEEDBACK_MAX_VALUES", "LineFeedback", "LineResult", "with_feedback"]
+__all__ = [
+    "FEEDBACK_MAX_VALUES",
+    "LineFeedback",
+    "LineResult",
+    "is_output_line",
+    "line_code",
+    "run_program_so_far",
+    "with_feedback",
+]

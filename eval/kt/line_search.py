@@ -22,18 +22,15 @@ lines taken back, per sequence.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from dsl.interpreter import run_lines
-from dsl.parser import parse_program
+from dsl.feedback import is_output_line, line_code, run_program_so_far
 from dsl.program import DSLError
 from eval.kt.feedback_decoding import ContinuingBackend
 from kt_train.generation import SamplingConfig
 
 LINE_STOP = ["\n"]
-_OUTPUT_LINE = re.compile(r"\s*output\s*=")
 
 
 def line_passes(values: list[int], sequence: Sequence[int], prefix: int, is_output: bool) -> bool:
@@ -73,12 +70,12 @@ class _Program:
 
     def accept(self, generated: str) -> bool:
         """Keep `generated` (one line, up to its newline) if it passes; the output line ends the program."""
-        code = generated.removesuffix("\n").split("#", 1)[0].rstrip()
+        code = line_code(generated)
         if not code.strip() or code in self.taken_back.get(len(self.lines), ()):
             return False  # the model stopped before its output line, or wrote a line that led nowhere
-        is_output = _OUTPUT_LINE.match(code) is not None
+        is_output = is_output_line(code)
         try:
-            values = run_lines(parse_program("\n".join([*self.lines, code]), partial=not is_output))[-1]
+            values = run_program_so_far([*self.lines, code])[-1]
         except DSLError:
             return False
         if not line_passes(values, self.sequence, self.prefix, is_output):

@@ -6,6 +6,7 @@ program, unless the line before can be taken back (a run one too short)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig
-from eval.kt.line_search import line_passes, line_search
+from eval.kt.line_search import _Program, line_passes, line_search
 from eval.kt.prompts import kt_prompt
 from kt_train.cli import main
 from kt_train.generation import SamplingConfig, TransformersBackend
@@ -109,6 +110,25 @@ def test_kt_eval_line_search_scores_the_found_program_and_counts_its_cost(traine
     assert summary["metrics"]["line_search"]["sampled_lines"] == sum(r["line_search"]["sampled_lines"] for r in rows)
     assert summary["metrics"]["line_search"]["backtracks"] == 2 + rows[1]["line_search"]["backtracks"]
     assert "taken back" in (tmp_path / "lines" / "report.md").read_text()
+    # the same folder with another search is another run: refused, never mixed
+    assert main([a if a != "16" else "4" for a in args]) != 0
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sequence_1 = range_func_up(0, 1000000000)",  # past the run limits: refused before it is built
+        "sequence_1 = set_list([" + "9" * 4000 + "])",  # an integer past max_int_bits
+        "output = set_list([9, 4, 7, 7, 7, 7, 7])",  # not a DSL output line of a program (no sequence variable)
+        "import os",
+    ],
+)
+def test_a_hostile_line_never_passes_and_costs_little(line: str) -> None:
+    program = _Program("prompt", tuple(SEQUENCES[0]))
+    started = time.process_time()
+    assert not program.accept(line)
+    assert program.lines == [] and not program.done
+    assert time.process_time() - started < 2.0
 
 
 @pytest.mark.parametrize(

@@ -18,30 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from benchutil import REPO, invocation, publish, run_header
 
 from dsl.seqcoder import build_kt_corpus
-from kt_train.training.resume_probe import probe
+from kt_train.training.resume_probe import PROBE_ENV, launch_command, probe, probe_config
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
-
-ACCELERATE = str(Path(sys.executable).parent / "accelerate")
-COMMON = {"report_to": [], "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2}
-COMMON |= {"eval_strategy": "no", "warmup_steps": 0, "torch_threads": 1}
 
 
 def _config(work: Path, recipe_config: str, **overrides: object) -> Path:
-    config = yaml.safe_load((REPO / recipe_config).read_text())
-    config.pop("output_dir", None)
-    config.update(COMMON, **overrides)
-    path = work / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return probe_config(REPO / recipe_config, work, **overrides)
 
 
 def _command(recipe: str, config: Path, accelerate_config: str = "cpu.yaml") -> list[str]:
-    launcher = [ACCELERATE, "launch", "--config_file", str(REPO / "accelerate_configs" / accelerate_config)]
-    return [*launcher, str(REPO / "recipes" / f"{recipe}.py"), "--config", str(config)]
+    return launch_command(REPO / "recipes" / f"{recipe}.py", config, REPO / "accelerate_configs" / accelerate_config)
 
 
 def _sft_kt(work: Path) -> list[str]:
@@ -89,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None, help="folder of the runs (default: a temporary one)")
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
+    env = {**os.environ, **PROBE_ENV}
     work = args.work or Path(tempfile.mkdtemp(prefix="kt-bench-resume-"))
     results: dict[str, Any] = {}
     for name in args.cases:

@@ -36,12 +36,35 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kt_train.training.checkpoints import checkpoint_dirs, is_complete
 
 WEIGHT_FILES = ("adapter_model.safetensors", "model.safetensors")
 TIMING_KEYS = ("runtime", "per_second", "_time")  # log keys that measure time, not training
 POLL_S = 0.002
+# What a probed recipe config is given: a step logged and saved often, no evaluation or warm-up, one torch thread
+PROBE_SETTINGS = {"report_to": [], "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2}
+PROBE_SETTINGS |= {"eval_strategy": "no", "warmup_steps": 0, "torch_threads": 1}
+PROBE_ENV = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
 logger = logging.getLogger(__name__)
+
+
+def probe_config(recipe_config: Path, folder: Path, **overrides: object) -> Path:
+    """`recipe_config` with PROBE_SETTINGS and `overrides`, less its output_dir (the probe gives it), written to
+    `folder`/config.yaml."""
+    config = yaml.safe_load(recipe_config.read_text())
+    config.pop("output_dir", None)
+    config.update(PROBE_SETTINGS, **overrides)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def launch_command(recipe_script: Path, config: Path, accelerate_config: Path) -> list[str]:
+    """`accelerate launch` (this interpreter's) of `recipe_script` with `config`."""
+    accelerate = str(Path(sys.executable).parent / "accelerate")
+    return [accelerate, "launch", "--config_file", str(accelerate_config), str(recipe_script), "--config", str(config)]
 
 
 @dataclass

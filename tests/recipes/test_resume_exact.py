@@ -6,24 +6,19 @@ must hold the same per-step log, the same weights (sha256) and, for GRPO, the sa
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dsl.seqcoder import build_kt_corpus
-from kt_train.training.resume_probe import probe
+from kt_train.training.resume_probe import PROBE_ENV, launch_command, probe, probe_config
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 
 from .test_recipe_configs import ROOT
 
 pytestmark = pytest.mark.slow
 
-ACCELERATE = Path(sys.executable).parent / "accelerate"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
-COMMON = {"report_to": [], "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2}
-COMMON |= {"eval_strategy": "no", "warmup_steps": 0, "torch_threads": 1}
+ENV = {**os.environ, **PROBE_ENV}
 SFT = {"evaluations": []}  # no evaluation after training
 RTCE_CONFIG = "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"
 RTCE_QUICK = {"algorithms": ["rle"], "max_steps_by_algorithm": {}, "max_steps": 6, "save_steps": 2, **SFT}
@@ -31,18 +26,11 @@ RTCE_QUICK |= {"lora_dropout": 0.05, "eval_on_start": False}  # dropout draws fr
 
 
 def _config(tmp_path: Path, recipe_config: str, **overrides: object) -> Path:
-    """The recipe's config with `overrides` (no output_dir: the probe gives it), written under `tmp_path`."""
-    config = yaml.safe_load((ROOT / recipe_config).read_text())
-    config.pop("output_dir", None)
-    config.update(COMMON, **overrides)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return probe_config(ROOT / recipe_config, tmp_path, **overrides)
 
 
 def _command(recipe: str, config: Path, accelerate_config: str = "cpu.yaml") -> list[str]:
-    launcher = [str(ACCELERATE), "launch", "--config_file", str(ROOT / "accelerate_configs" / accelerate_config)]
-    return [*launcher, str(ROOT / "recipes" / f"{recipe}.py"), "--config", str(config)]
+    return launch_command(ROOT / "recipes" / f"{recipe}.py", config, ROOT / "accelerate_configs" / accelerate_config)
 
 
 def _assert_identical(result: object, kills: int) -> None:

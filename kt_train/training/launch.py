@@ -19,7 +19,7 @@ from kt_train.configs import SFTConfig
 from kt_train.logs import configure_logging, report_error, take_debug_flag
 from kt_train.models import ModelUnavailableError, check_model_name
 from kt_train.training.data import DatasetUnavailableError
-from kt_train.training.lifecycle import SavedWeightsError
+from kt_train.training.saved_weights import SavedWeightsError
 
 logger = logging.getLogger(__name__)
 # reported in one line (exit status 2 for bad input, 1 for the rest: `logs.report_error`)

@@ -3,7 +3,8 @@
 Before: seed, glibc's malloc told to keep freed memory on CPU, whether the run may start or go on in its output
 directory (`run_settings.py`: same settings, not finished), the W&B environment (the recorded run id, so a resumed run
 logs to the same W&B run), the checkpoint to resume from. After: train metrics and trainer state, the adapter (or
-model), tokenizer and generation config ending at EOS, a model card, and the W&B run ended.
+model) checked to be the trained weights (`saved_weights.py`), tokenizer and generation config ending at EOS, a
+model card, and the W&B run ended.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +27,14 @@ from kt_train.training.model import check_trainable
 from kt_train.training.model_card import record_base_model, write_model_card
 from kt_train.training.resume_state import ResumeCounters, whole_run_train_loss
 from kt_train.training.run_settings import FINISHED_FILE, RunStart, decide, wandb_run_id
+from kt_train.training.saved_weights import (
+    RELOAD_MAX_PARAMETERS,
+    check_reloads,
+    check_reloads_fresh,
+    check_saved_weights,
+    probe_inputs,
+    probe_logits,
+)
 from kt_train.training.wandb_logging import finish_wandb, init_wandb_training
 
 logger = logging.getLogger(__name__)
@@ -136,66 +144,6 @@ def finish_run(
     return TrainingRun(metrics, trainer)
 
 
-class SavedWeightsError(RuntimeError):
-    """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416), or
-    do not give the trained model's outputs."""
-
-
-def check_saved_weights(output_dir: Path) -> None:
-    """Raise SavedWeightsError when the saved adapter (or model) has no tensor, or a tensor with no values."""
-    from safetensors import safe_open
-
-    for name in ("adapter_model.safetensors", "model.safetensors"):
-        path = output_dir / name
-        if not path.is_file():
-            continue
-        with safe_open(str(path), framework="pt") as weights:
-            shapes = {key: weights.get_slice(key).get_shape() for key in weights.keys()}  # noqa: SIM118
-        empty = [key for key, shape in shapes.items() if math.prod(shape) == 0]
-        if not shapes or empty:
-            raise SavedWeightsError(
-                f"{path} is empty ({len(empty)} of {len(shapes)} tensors hold no values, e.g. {empty[:1]}): the "
-                "weights were not gathered before saving; the checkpoints hold the trained state"
-            )
-
-
-RELOAD_PROBE = "sequence_1 = range_func_up(1, 5)\noutput = sequence_1"
-RELOAD_TOLERANCE = 1e-5
-RELOAD_MAX_PARAMETERS = 2_000_000_000
-
-
-def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
-    """Raise SavedWeightsError unless a copy of `model` given the saved weights (the adapter's, or the whole
-    model's) gives the same logits as `model` on a probe text (float32 here; not under DeepSpeed, whose partitioned
-    model cannot be copied, nor for a 4-bit base)."""
-    import copy
-
-    import torch
-    from safetensors.torch import load_file
-
-    adapter = output_dir / "adapter_model.safetensors"
-    inputs = tokenizer(RELOAD_PROBE, return_tensors="pt").to(model.device)
-    training = model.training
-    model.eval()
-    try:
-        reloaded = copy.deepcopy(model)
-        if adapter.is_file():
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(reloaded, load_file(str(adapter)))
-        else:
-            reloaded.load_state_dict(load_file(str(output_dir / "model.safetensors")), strict=False)
-        with torch.no_grad():
-            difference = (model(**inputs).logits - reloaded(**inputs).logits).abs().max().item()
-    finally:
-        model.train(training)
-    if not difference <= RELOAD_TOLERANCE:
-        raise SavedWeightsError(
-            f"{output_dir}: the saved weights do not give the trained model's outputs (largest logit difference "
-            f"{difference:.3g}); the checkpoints hold the trained state"
-        )
-
-
 def save_outputs(
     trainer: Trainer,
     tokenizer: Any,
@@ -210,15 +158,20 @@ def save_outputs(
     output_dir = training_args.output_dir
     trainer.model.generation_config.eos_token_id = tokenizer.eos_token_id
     trainer.save_model(output_dir)
+    quantized = getattr(trainer.model, "is_loaded_in_4bit", False)
+    adapter = hasattr(trainer.model, "peft_config")
+    local_base = getattr(trainer.model.config, "_name_or_path", None)
+    if trainer.is_deepspeed_enabled and not quantized:  # every rank: the probe's forward is collective
+        inputs = probe_inputs(tokenizer)
+        expected = probe_logits(trainer.model, inputs)
     if trainer.accelerator.is_main_process:
         check_saved_weights(Path(output_dir))
-        quantized = getattr(trainer.model, "is_loaded_in_4bit", False)
-        small = trainer.model.num_parameters() <= RELOAD_MAX_PARAMETERS  # the check copies the model
-        if not trainer.is_deepspeed_enabled and not quantized and small:
+        if trainer.is_deepspeed_enabled and not quantized:
+            dtype = str(trainer.model.dtype).removeprefix("torch.")
+            check_reloads_fresh(expected, inputs, Path(output_dir), local_base if adapter else None, dtype)
+        elif not quantized and trainer.model.num_parameters() <= RELOAD_MAX_PARAMETERS:
             check_reloads(trainer.model, tokenizer, Path(output_dir))
         trainer.model.generation_config.save_pretrained(output_dir)
-        adapter = hasattr(trainer.model, "peft_config")
-        local_base = getattr(trainer.model.config, "_name_or_path", None)
         base = record_base_model(output_dir, local_base)
         write_model_card(
             output_dir, base=base, local_base=local_base, adapter=adapter, dataset_name=dataset_name, tags=tags,
@@ -229,10 +182,7 @@ def save_outputs(
 
 
 __all__ = [
-    "SavedWeightsError",
     "TrainingRun",
-    "check_reloads",
-    "check_saved_weights",
     "finish_run",
     "finished_run",
     "run_config",

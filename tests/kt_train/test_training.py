@@ -211,6 +211,26 @@ def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert config["model_args"]["lora_target_modules"] == "all-linear" and config["learning_rate"] == 1e-3
 
 
+def test_a_resumed_run_logs_to_the_same_wandb_run_at_the_steps_it_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a kill the rerun goes on in the same W&B run (its id), its rows at the global steps it trains (W&B's x
+    axis, `train/global_step`), with the losses of the uninterrupted run: the W&B step is restored (issue 38)."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    output = tmp_path / "run"
+    args = training_args(output, max_steps=3, report_to=["wandb"], wandb_project="kt-test")
+    run_sft(chat_dataset(), DataArguments(), args, LORA, dataset_name="arith")
+    for name in ("checkpoint-2", "checkpoint-3", "train_results.json"):  # as if killed after step 1's checkpoint
+        shutil.rmtree(output / name) if (output / name).is_dir() else (output / name).unlink()
+    run_sft(chat_dataset(), DataArguments(), args, LORA, dataset_name="arith")
+    runs = sorted((output / "wandb").glob("offline-run-*"), key=lambda p: p.stat().st_mtime)
+    assert len(runs) == 2 and all(run.name.endswith(f"-{wandb_run_id(output)}") for run in runs)
+    first, resumed = ([row for row in run_records(run)["history"] if "train/loss" in row] for run in runs)
+    assert [row["train/global_step"] for row in first] == [1, 2, 3]
+    assert [row["train/global_step"] for row in resumed] == [2, 3]  # not 1, 2: the steps go on
+    assert [row["train/loss"] for row in resumed] == pytest.approx([row["train/loss"] for row in first[1:]], rel=1e-4)
+
+
 def test_rows_over_max_length_are_dropped(tmp_path: Path) -> None:
     from kt_train.training.sft import prepare_dataset
 

@@ -1,0 +1,151 @@
+"""Whether the weights a run saved are the weights it trained: no empty tensor (the partitioned-saving failure under
+ZeRO-3, TRL #4416), and the same logits as the trained model on a probe text once reloaded.
+
+The reload is a copy of the trained model given the saved weights, in this process; under DeepSpeed ZeRO-3 (whose
+partitioned model can neither be copied nor reloaded inside a live ZeRO-3 process) every rank computes the trained
+model's probe logits (a collective forward) and the main process loads the saved weights afresh in a child process
+(`python -m kt_train.training.saved_weights`), the adapter onto its base. Both compare with `compare_logits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+RELOAD_PROBE = "sequence_1 = range_func_up(1, 5)\noutput = sequence_1"
+RELOAD_TOLERANCE = 1e-5
+RELOAD_MAX_PARAMETERS = 2_000_000_000  # the in-process check copies the model
+ADAPTER_FILE = "adapter_model.safetensors"
+CHILD_ENV_DROPPED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+class SavedWeightsError(RuntimeError):
+    """The weights a run saved hold no values (the known partitioned-saving failure under ZeRO-3, TRL #4416), or
+    do not give the trained model's outputs."""
+
+
+def check_saved_weights(output_dir: Path) -> None:
+    """Raise SavedWeightsError when the saved adapter (or model) has no tensor, or a tensor with no values."""
+    from safetensors import safe_open
+
+    for name in (ADAPTER_FILE, "model.safetensors"):
+        path = output_dir / name
+        if not path.is_file():
+            continue
+        with safe_open(str(path), framework="pt") as weights:
+            shapes = {key: weights.get_slice(key).get_shape() for key in weights.keys()}  # noqa: SIM118
+        empty = [key for key, shape in shapes.items() if math.prod(shape) == 0]
+        if not shapes or empty:
+            raise SavedWeightsError(
+                f"{path} is empty ({len(empty)} of {len(shapes)} tensors hold no values, e.g. {empty[:1]}): the "
+                "weights were not gathered before saving; the checkpoints hold the trained state"
+            )
+
+
+def probe_inputs(tokenizer: Any) -> dict[str, Any]:
+    return dict(tokenizer(RELOAD_PROBE, return_tensors="pt"))
+
+
+def probe_logits(model: Any, inputs: dict[str, Any]) -> Any:
+    """`model`'s logits on the probe inputs, in eval mode (left in the mode it was in). Under ZeRO-3 every rank
+    calls it: the forward gathers the partitioned weights."""
+    import torch
+
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return model(**{k: v.to(model.device) for k, v in inputs.items()}).logits.float().cpu()
+    finally:
+        model.train(training)
+
+
+def compare_logits(expected: Any, reloaded: Any, output_dir: Path) -> None:
+    """Raise SavedWeightsError unless the reloaded logits are the trained ones (within RELOAD_TOLERANCE)."""
+    same_shape = tuple(expected.shape) == tuple(reloaded.shape)
+    difference = (expected - reloaded).abs().max().item() if same_shape else math.inf
+    if not difference <= RELOAD_TOLERANCE:
+        raise SavedWeightsError(
+            f"{output_dir}: the saved weights do not give the trained model's outputs (largest logit difference "
+            f"{difference:.3g}); the checkpoints hold the trained state"
+        )
+
+
+def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
+    """Raise SavedWeightsError unless a copy of `model` given the saved weights (the adapter's, or the whole
+    model's) gives the same logits as `model` on the probe text (not under DeepSpeed: `check_reloads_fresh`)."""
+    from safetensors.torch import load_file
+
+    inputs = probe_inputs(tokenizer)
+    reloaded = copy.deepcopy(model)
+    adapter = output_dir / ADAPTER_FILE
+    if adapter.is_file():
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(reloaded, load_file(str(adapter)))
+    else:
+        reloaded.load_state_dict(load_file(str(output_dir / "model.safetensors")), strict=False)
+    compare_logits(probe_logits(model, inputs), probe_logits(reloaded, inputs), output_dir)
+
+
+def reloaded_logits(output_dir: Path, base: str | None, dtype: str, inputs: dict[str, Any]) -> Any:
+    """The probe logits of the saved weights loaded afresh: the whole model from `output_dir`, or `base` with the
+    adapter in `output_dir`."""
+    from kt_train.models import get_model
+
+    if (output_dir / ADAPTER_FILE).is_file():
+        from peft import PeftModel
+
+        if base is None:
+            raise SavedWeightsError(f"{output_dir}: an adapter with no base model to reload it onto")
+        model = PeftModel.from_pretrained(get_model(base, dtype=dtype), str(output_dir))  # type: ignore[arg-type]
+    else:
+        model = get_model(str(output_dir), dtype=dtype)  # type: ignore[arg-type]
+    return probe_logits(model, inputs)
+
+
+def check_reloads_fresh(expected: Any, inputs: dict[str, Any], output_dir: Path, base: str | None, dtype: str) -> None:
+    """Raise SavedWeightsError unless the saved weights, loaded in a child process (no ZeRO-3 there), give the
+    `expected` logits on the probe inputs."""
+    import torch
+
+    with tempfile.TemporaryDirectory(prefix="kt-reload-") as work:
+        probe, result = Path(work) / "probe.pt", Path(work) / "reloaded.pt"
+        torch.save(dict(inputs), probe)
+        command = [sys.executable, "-m", "kt_train.training.saved_weights", str(output_dir), str(probe), str(result)]
+        command += ["--dtype", dtype, *(["--base", base] if base else [])]
+        env = {k: v for k, v in os.environ.items() if k not in CHILD_ENV_DROPPED and not k.startswith("ACCELERATE_")}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0 or not result.is_file():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SavedWeightsError(f"{output_dir}: the saved weights could not be reloaded ({last})")
+        compare_logits(expected, torch.load(result, weights_only=True), output_dir)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The child of `check_reloads_fresh`: write the reloaded weights' probe logits."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("output_dir", type=Path)
+    parser.add_argument("probe", type=Path, help="the probe inputs (torch.save of a dict of tensors)")
+    parser.add_argument("result", type=Path, help="where the logits go")
+    parser.add_argument("--base", default=None, help="the base model an adapter is loaded onto")
+    parser.add_argument("--dtype", default="float32", choices=["auto", "float32", "bfloat16"])
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    inputs = torch.load(args.probe, weights_only=True)
+    torch.save(reloaded_logits(args.output_dir, args.base, args.dtype, inputs), args.result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import logging
 import math
 import os
 import subprocess
@@ -19,6 +20,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 RELOAD_PROBE = "sequence_1 = range_func_up(1, 5)\noutput = sequence_1"
 RELOAD_TOLERANCE = 1e-5
@@ -68,8 +71,8 @@ def probe_logits(model: Any, inputs: dict[str, Any]) -> Any:
         model.train(training)
 
 
-def compare_logits(expected: Any, reloaded: Any, output_dir: Path) -> None:
-    """Raise SavedWeightsError unless the reloaded logits are the trained ones (within RELOAD_TOLERANCE)."""
+def compare_logits(expected: Any, reloaded: Any, output_dir: Path) -> float:
+    """The largest difference of the reloaded logits from the trained ones; SavedWeightsError over RELOAD_TOLERANCE."""
     same_shape = tuple(expected.shape) == tuple(reloaded.shape)
     difference = (expected - reloaded).abs().max().item() if same_shape else math.inf
     if not difference <= RELOAD_TOLERANCE:
@@ -77,9 +80,11 @@ def compare_logits(expected: Any, reloaded: Any, output_dir: Path) -> None:
             f"{output_dir}: the saved weights do not give the trained model's outputs (largest logit difference "
             f"{difference:.3g}); the checkpoints hold the trained state"
         )
+    logger.info("the saved weights give the trained logits (largest difference %.2g)", difference)
+    return difference
 
 
-def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
+def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> float:
     """Raise SavedWeightsError unless a copy of `model` given the saved weights (the adapter's, or the whole
     model's) gives the same logits as `model` on the probe text (not under DeepSpeed: `check_reloads_fresh`)."""
     from safetensors.torch import load_file
@@ -93,7 +98,7 @@ def check_reloads(model: Any, tokenizer: Any, output_dir: Path) -> None:
         set_peft_model_state_dict(reloaded, load_file(str(adapter)))
     else:
         reloaded.load_state_dict(load_file(str(output_dir / "model.safetensors")), strict=False)
-    compare_logits(probe_logits(model, inputs), probe_logits(reloaded, inputs), output_dir)
+    return compare_logits(probe_logits(model, inputs), probe_logits(reloaded, inputs), output_dir)
 
 
 def reloaded_logits(output_dir: Path, base: str | None, dtype: str, inputs: dict[str, Any]) -> Any:
@@ -112,7 +117,9 @@ def reloaded_logits(output_dir: Path, base: str | None, dtype: str, inputs: dict
     return probe_logits(model, inputs)
 
 
-def check_reloads_fresh(expected: Any, inputs: dict[str, Any], output_dir: Path, base: str | None, dtype: str) -> None:
+def check_reloads_fresh(
+    expected: Any, inputs: dict[str, Any], output_dir: Path, base: str | None, dtype: str
+) -> float:
     """Raise SavedWeightsError unless the saved weights, loaded in a child process (no ZeRO-3 there), give the
     `expected` logits on the probe inputs."""
     import torch
@@ -127,7 +134,7 @@ def check_reloads_fresh(expected: Any, inputs: dict[str, Any], output_dir: Path,
         if done.returncode != 0 or not result.is_file():
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise SavedWeightsError(f"{output_dir}: the saved weights could not be reloaded ({last})")
-        compare_logits(expected, torch.load(result, weights_only=True), output_dir)
+        return compare_logits(expected, torch.load(result, weights_only=True), output_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

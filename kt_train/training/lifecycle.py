@@ -168,9 +168,10 @@ def save_outputs(
         check_saved_weights(Path(output_dir))
         if trainer.is_deepspeed_enabled and not quantized:
             dtype = str(trainer.model.dtype).removeprefix("torch.")
-            check_reloads_fresh(expected, inputs, Path(output_dir), local_base if adapter else None, dtype)
+            device = str(trainer.accelerator.device)
+            check_reloads_fresh(expected, inputs, Path(output_dir), local_base if adapter else None, dtype, device)
         elif not quantized and trainer.model.num_parameters() <= RELOAD_MAX_PARAMETERS:
-            check_reloads(trainer.model, tokenizer, Path(output_dir))
+            check_reloads(trainer.model, tokenizer, Path(output_dir), local_base if adapter else None)
         trainer.model.generation_config.save_pretrained(output_dir)
         base = record_base_model(output_dir, local_base)
         write_model_card(

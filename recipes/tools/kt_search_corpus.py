@@ -57,12 +57,12 @@ def found_programs(search: Path) -> list[dict[str, object]]:
     ]
 
 
-def replay_rows(corpus: Path, count: int, seed: int) -> list[dict[str, object]]:
-    """`count` sequences of `corpus` drawn with `seed`, each with its segment program."""
+def replay_rows(corpus: Path, count: int, rng: random.Random) -> list[dict[str, object]]:
+    """`count` sequences of `corpus` drawn with `rng`, each with its segment program."""
     sequences = load_training_dataset(str(corpus))["sequence"]
     if count > len(sequences):
         raise ValueError(f"{corpus}: {count} replay rows asked for, the corpus has {len(sequences)}")
-    drawn = random.Random(seed).sample(range(len(sequences)), count)
+    drawn = rng.sample(range(len(sequences)), count)
     return [{"sequence": sequences[i], "program": segment_program(sequences[i]), "source": "replay"} for i in drawn]
 
 
@@ -71,9 +71,10 @@ def build_search_corpus(args: SearchCorpusArguments) -> tuple[int, int]:
     found = found_programs(args.search)
     if not found:
         raise ValueError(f"{args.search}: the search found no correct program")
-    replay = replay_rows(args.replay, round(len(found) * args.replay_ratio), args.seed) if args.replay else []
+    rng = random.Random(args.seed)
+    replay = replay_rows(args.replay, round(len(found) * args.replay_ratio), rng) if args.replay else []
     rows = found + replay
-    random.Random(args.seed).shuffle(rows)
+    rng.shuffle(rows)
     path = args.output / DATA_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)

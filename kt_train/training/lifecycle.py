@@ -32,6 +32,7 @@ from kt_train.training.saved_weights import (
     check_reloads,
     check_reloads_fresh,
     check_saved_weights,
+    dtype_name,
     probe_inputs,
     probe_logits,
 )
@@ -161,17 +162,17 @@ def save_outputs(
     quantized = getattr(trainer.model, "is_loaded_in_4bit", False)
     adapter = hasattr(trainer.model, "peft_config")
     local_base = getattr(trainer.model.config, "_name_or_path", None)
+    reload_base = local_base if adapter else None  # the saved weights reload onto it
     if trainer.is_deepspeed_enabled and not quantized:  # every rank: the probe's forward is collective
         inputs = probe_inputs(tokenizer)
         expected = probe_logits(trainer.model, inputs)
     if trainer.accelerator.is_main_process:
         check_saved_weights(Path(output_dir))
         if trainer.is_deepspeed_enabled and not quantized:
-            dtype = str(trainer.model.dtype).removeprefix("torch.")
             device = str(trainer.accelerator.device)
-            check_reloads_fresh(expected, inputs, Path(output_dir), local_base if adapter else None, dtype, device)
+            check_reloads_fresh(expected, inputs, Path(output_dir), reload_base, dtype_name(trainer.model), device)
         elif not quantized and trainer.model.num_parameters() <= RELOAD_MAX_PARAMETERS:
-            check_reloads(trainer.model, tokenizer, Path(output_dir), local_base if adapter else None)
+            check_reloads(trainer.model, tokenizer, Path(output_dir), reload_base)
         trainer.model.generation_config.save_pretrained(output_dir)
         base = record_base_model(output_dir, local_base)
         write_model_card(

@@ -54,6 +54,11 @@ def check_saved_weights(output_dir: Path) -> None:
             )
 
 
+def dtype_name(model: Any) -> str:
+    """`model`'s weights' dtype as `get_model` takes it: float32, bfloat16, ..."""
+    return str(model.dtype).removeprefix("torch.")
+
+
 def probe_inputs(tokenizer: Any) -> dict[str, Any]:
     return dict(tokenizer(RELOAD_PROBE, return_tensors="pt"))
 
@@ -119,7 +124,7 @@ def check_reloads(model: Any, tokenizer: Any, output_dir: Path, base: str | None
     in this process, give the same logits as `model` on the probe text (not under ZeRO-3: `check_reloads_fresh`)."""
     inputs = probe_inputs(tokenizer)
     expected = probe_logits(model, inputs)
-    dtype = str(model.dtype).removeprefix("torch.")
+    dtype = dtype_name(model)
     reloaded = reloaded_logits(output_dir, base, dtype, inputs, str(model.device))
     return compare_logits(expected, reloaded, output_dir, dtype)
 

@@ -24,15 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from transformers import HfArgumentParser
 
 from dsl.segments import segment_program
+from kt_train.hf_dataset import CardInfo, write_hf_dataset
+from kt_train.logs import configure_logging, report_error, take_debug_flag
 from kt_train.training.data import load_training_dataset
 
 logger = logging.getLogger(__name__)
-
-DATA_FILE = "data/train-00000-of-00001.parquet"
 
 
 @dataclass
@@ -75,20 +74,28 @@ def build_search_corpus(args: SearchCorpusArguments) -> tuple[int, int]:
     replay = replay_rows(args.replay, round(len(found) * args.replay_ratio), rng) if args.replay else []
     rows = found + replay
     rng.shuffle(rows)
-    path = args.output / DATA_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    info = CardInfo(
+        pretty_name="SeqCoder expert-iteration corpus",
+        description=f"The {len(found)} correct programs a `kt eval kt` search found ({args.search}), and "
+        f"{len(replay)} replay rows (segment programs of sequences of {args.replay}); columns sequence, program, "
+        "source (search or replay).",
+        command=f"python recipes/tools/kt_search_corpus.py --search {args.search} --output {args.output}"
+        + (f" --replay {args.replay} --replay_ratio {args.replay_ratio}" if args.replay else "")
+        + f" --seed {args.seed}",
+        tags=("kt", "seqcoder", "expert-iteration"),
+    )
+    write_hf_dataset(args.output, {"train": pa.Table.from_pylist(rows)}, info)
     return len(found), len(replay)
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    argv, debug = take_debug_flag(sys.argv[1:] if argv is None else argv)
+    configure_logging(debug)
     (args,) = HfArgumentParser(SearchCorpusArguments).parse_args_into_dataclasses(argv)
     try:
         found, replay = build_search_corpus(args)
-    except (OSError, ValueError) as error:
-        print(f"kt_search_corpus: error: {error}", file=sys.stderr)
-        return 2
+    except Exception as error:  # one line (the traceback with --debug), as every kt command
+        return report_error("kt_search_corpus", error, debug)
     logger.info("wrote %d found programs and %d replay rows to %s", found, replay, args.output)
     return 0
 

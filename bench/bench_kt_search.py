@@ -22,21 +22,10 @@ from typing import Any
 import torch
 from benchutil import invocation, publish, run_header
 
-from eval.bootstrap import entry_seed, paired_bootstrap_ci
 from eval.kt.baselines import gzip_rates
-from eval.kt.compare import compare_kt, finished_rows
+from eval.kt.compare import compare_kt, finished_rows, versus_gzip
 from eval.kt.dataset import load_kt_dataset
 from eval.kt.evaluate import KTEvalConfig, run_kt_eval
-from eval.kt.scoring import sequence_gzip_bits
-
-
-def below_gzip(folder: Path, symbol_bits: int) -> dict[str, float]:
-    """CompressionRate minus Gzip per sequence (raw bytes) of a finished run, with its paired bootstrap 95% CI."""
-    _, rows = finished_rows(folder)
-    excess = [1 + row["y_bits"] - sequence_gzip_bits(row["sequence"], "bytes") for row in rows]
-    raw = [symbol_bits * row["length"] for row in rows]
-    low, high = paired_bootstrap_ci(excess, entry_seed(0, "below_gzip"), weights=raw)
-    return {"change": sum(excess) / sum(raw), "ci_low": low, "ci_high": high}
 
 
 def arms(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
@@ -82,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = ("accuracy", "compression_rate", "precision", "executable", "num_items")
         results[name] = {"seconds": seconds, **{key: metrics[key] for key in keys}, **search}
         results[name]["line_search_cost"] = metrics.get("line_search")
-        results[name]["below_gzip"] = below_gzip(out / name, dataset.symbol_bits)
+        results[name]["below_gzip"] = versus_gzip(finished_rows(out / name)[1], dataset.symbol_bits)
         if name != "k1":
             results[name]["against_greedy"] = compare_kt(out / "k1", out / name)
         print(json.dumps({"arm": name, **results[name]}, default=str), file=sys.stderr)

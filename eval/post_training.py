@@ -113,6 +113,8 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
         "dataset": str(eval_set), "output": str(trained.output_dir / "kt_eval"), "mode": "dsl",
         "model": model, "adapter": adapter, "limit": script_args.eval_items,
         "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, **backend_option(script_args),
+        "batch_size": getattr(script_args, "eval_batch_size", 8),
+        "literal_tail": getattr(script_args, "eval_literal_tail", False),
     }  # fmt: skip
     if getattr(script_args, "execution_feedback", "none") == "feed_ex":
         options |= {"execution_feedback": True, "feedback_max_values": script_args.feedback_max_values}

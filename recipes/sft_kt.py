@@ -143,6 +143,11 @@ class KTScriptArguments(DataArguments):
     eval_seed: int = field(default=0, metadata={"help": "seed of the evaluation set"})
     eval_items: int = field(default=20, metadata={"help": "sequences scored after training"})
     eval_max_new_tokens: int = field(default=256, metadata={"help": "tokens per program in that evaluation"})
+    eval_batch_size: int = field(default=8, metadata={"help": "prompts per generation batch in that evaluation"})
+    eval_literal_tail: bool = field(
+        default=False,
+        metadata={"help": "that evaluation with --literal-tail (programs that go wrong finished with a literal)"},
+    )
     eval_backend: str = eval_backend_field()
 
     def __post_init__(self) -> None:

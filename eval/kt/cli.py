@@ -60,7 +60,7 @@ def _compare_command(args: argparse.Namespace) -> int:
     from eval.kt.compare import compare_kt, compare_markdown
 
     try:
-        result = compare_kt(Path(args.first), Path(args.second), args.seed)
+        result = compare_kt(Path(args.first), Path(args.second), args.seed, args.gzip_encoding)
     except (FileNotFoundError, ValueError) as exc:
         return fail(str(exc))
     if args.output:
@@ -104,6 +104,10 @@ def register_kt(commands: Any) -> None:
     compare.add_argument("first", metavar="FIRST", help="`kt eval kt` output folder (the start, or greedy decoding)")
     compare.add_argument("second", metavar="SECOND", help="`kt eval kt` output folder of the same sequences")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    compare.add_argument(
+        "--gzip-encoding", default="bytes", choices=["bytes", "latin1-utf8"],
+        help="what gzip sees of a sequence in the comparison with Gzip per sequence (default: %(default)s)",
+    )  # fmt: skip
     compare.add_argument("--output", metavar="FILE", help="also write the comparison as JSON here")
     compare.set_defaults(handler=_compare_command)
 

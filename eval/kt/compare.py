@@ -1,6 +1,7 @@
 """Two KT evaluations of the same sequences side by side (`kt eval kt-compare`): Accuracy and CompressionRate of
 each, and the change from the first to the second with a paired bootstrap 95% CI over the sequences (a model
-against its start, a search against greedy decoding). Both folders must hold finished runs of one set."""
+against its start, a search against greedy decoding), and each run against Gzip per sequence with its CI. Both
+folders must hold finished runs of one set."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from eval.bootstrap import entry_seed, paired_bootstrap_ci
 from eval.kt.evaluate import ITEMS_FILE
 from eval.kt.report import SUMMARY_FILE
+from eval.kt.scoring import GzipEncoding, sequence_gzip_bits
 
 
 def finished_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -37,8 +39,21 @@ def paired_rows(
     return pairs
 
 
-def compare_kt(first: Path, second: Path, seed: int = 0) -> dict[str, Any]:
-    """Accuracy (points) and CompressionRate of both runs, and second minus first with its 95% CI."""
+def versus_gzip(
+    rows: Sequence[Mapping[str, Any]], symbol_bits: int, encoding: GzipEncoding = "bytes", seed: int = 0
+) -> dict[str, float]:
+    """A run's CompressionRate beside Gzip per sequence (each sequence its own gzip stream of `encoding`, its
+    CompressionRate the ratio of sums like the run's): the run minus Gzip with its paired bootstrap 95% CI."""
+    gzip = [sequence_gzip_bits(row["sequence"], encoding) for row in rows]
+    excess = [1 + row["y_bits"] - bits for row, bits in zip(rows, gzip, strict=True)]
+    raw = [symbol_bits * row["length"] for row in rows]
+    low, high = paired_bootstrap_ci(excess, entry_seed(seed, "versus_gzip"), weights=raw)
+    return {"gzip": sum(gzip) / sum(raw), "change": sum(excess) / sum(raw), "ci_low": low, "ci_high": high}
+
+
+def compare_kt(first: Path, second: Path, seed: int = 0, gzip_encoding: GzipEncoding = "bytes") -> dict[str, Any]:
+    """Accuracy (points) and CompressionRate of both runs, and second minus first with its 95% CI; each run's
+    CompressionRate minus Gzip per sequence (of `gzip_encoding`) with its 95% CI."""
     first_summary, first_rows = finished_rows(first)
     second_summary, second_rows = finished_rows(second)
     bits = first_summary["symbol_bits"]
@@ -56,6 +71,11 @@ def compare_kt(first: Path, second: Path, seed: int = 0) -> dict[str, Any]:
         low, high = paired_bootstrap_ci(values, entry_seed(seed, name), weights=weights)
         before, after = of([a for a, _ in pairs]), of([b for _, b in pairs])
         result[name] = {"first": before, "second": after, "change": after - before, "ci_low": low, "ci_high": high}
+    result["versus_gzip"] = {
+        "encoding": gzip_encoding,
+        "first": versus_gzip([a for a, _ in pairs], bits, gzip_encoding, seed),
+        "second": versus_gzip([b for _, b in pairs], bits, gzip_encoding, seed),
+    }
     return result
 
 
@@ -73,7 +93,14 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
             f"| {label} | {m['first']:.{digits}f} | {m['second']:.{digits}f} | {m['change']:+.{digits}f} | "
             f"[{m['ci_low']:+.{digits}f}, {m['ci_high']:+.{digits}f}] |"
         )
+    gzip = result["versus_gzip"]
+    lines += ["", f"Each run against Gzip per sequence (`{gzip['encoding']}`: "
+              f"CompressionRate {gzip['first']['gzip']:.4f} on these sequences):", "",
+              "| run | CompressionRate - Gzip | 95% CI |", "|---|---:|---|"]  # fmt: skip
+    for name in ("first", "second"):
+        m = gzip[name]
+        lines.append(f"| {name} | {m['change']:+.4f} | [{m['ci_low']:+.4f}, {m['ci_high']:+.4f}] |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["compare_kt", "compare_markdown", "finished_rows", "paired_rows"]
+__all__ = ["compare_kt", "compare_markdown", "finished_rows", "paired_rows", "versus_gzip"]

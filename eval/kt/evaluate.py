@@ -22,6 +22,7 @@ from eval.kt.completions import extract_code
 from eval.kt.dataset import KTDataset, KTItem, load_kt_dataset
 from eval.kt.feedback_decoding import feed_and_execute
 from eval.kt.line_search import line_search
+from eval.kt.literal_tail import LITERAL_TAIL, literal_tail_program
 from eval.kt.prompts import PromptStyle, kt_prompt
 from eval.kt.report import write_outputs
 from eval.kt.scoring import (
@@ -123,6 +124,14 @@ class KTEvalConfig(BackendOptions):
             "metavar": "B",
         },
     )
+    literal_tail: bool = field(
+        default=False,
+        metadata={
+            "help": "DSL mode, uniform prior: a program that goes wrong after writing a prefix of the sequence left "
+            "to right is also tried cut there, with the rest of the sequence as one literal line, when that is "
+            "shorter than the raw sequence (an extra sample; the model's own programs are reported beside it)"
+        },
+    )
     wandb_project: str | None = field(default=None, metadata={"help": "log the summary to this W&B project"})
     wandb_group: str | None = field(
         default=None, metadata={"help": "the W&B group of that run (a training's evaluations log in its group)"}
@@ -162,6 +171,10 @@ class KTEvalConfig(BackendOptions):
         ):  # fmt: skip
             raise ValueError("--line-search R needs --mode dsl, --model, --backend transformers and --temperature > 0 "
                              "for its samples, without --search, --num-samples or --execution-feedback")  # fmt: skip
+
+        if self.literal_tail and (self.mode != "dsl" or self.prior != "uniform"):
+            raise ValueError("--literal-tail completes DSL programs priced by the uniform prior: --mode dsl, "
+                             "--program-prior uniform")  # fmt: skip
 
     @property
     def prior(self) -> ProgramPrior:
@@ -277,28 +290,36 @@ def score_items(
     sample's fields at top level). `checker`: an open checker to reuse (default: one for this call)."""
     items = dataset.items if items is None else items
     modulus = NATURAL_MODULUS if dataset.natural else None
-    flat: list[tuple[int, str | None, str | None]] = []  # (item index, completion, program)
+    flat: list[tuple[int, str | None, str | None, int | None]] = []  # (item index, completion, program, tail length)
     for index, item in enumerate(items):
         for text in completions.get(item.id) or [None]:
-            flat.append((index, text, extract_code(text)))
-    programs, sequences = [p for _, _, p in flat], [items[i].sequence for i, _, _ in flat]
+            flat.append((index, text, extract_code(text), None))
+    if config.literal_tail:
+        for index, _, program, _ in list(flat):
+            raw_bits = dataset.symbol_bits * len(items[index].sequence)
+            tailed = literal_tail_program(program, items[index].sequence, raw_bits)
+            if tailed is not None:
+                flat.append((index, None, tailed.text, tailed.tail_length))
+    programs, sequences = [p for _, _, p, _ in flat], [items[i].sequence for i, _, _, _ in flat]
     if checker is None:
         with CandidateChecker(config.mode, config.check_config(), modulus) as own:
             checks = own.check(programs, sequences, progress)
     else:
         checks = checker.check(programs, sequences, False)
-    per_item: dict[int, list[tuple[str | None, str | None, CheckResult]]] = defaultdict(list)
-    for (index, text, program), check in zip(flat, checks, strict=True):
-        if text is None:
+    per_item: dict[int, list[tuple[str | None, str | None, CheckResult, int | None]]] = defaultdict(list)
+    for (index, text, program, tail), check in zip(flat, checks, strict=True):
+        if text is None and tail is None:
             check = CheckResult(Verdict.NO_COMPLETION)
-        per_item[index].append((text, program, check))
+        per_item[index].append((text, program, check, tail))
     rows = []
     for index, item in enumerate(items):
         gzip_bits = sequence_gzip_bits(item.sequence, config.gzip_encoding)
         samples = []
-        for text, program, check in per_item[index]:
+        for text, program, check, tail in per_item[index]:
             scored = score_sample(check, program, item.sequence, dataset.symbol_bits, config.prior, gzip_bits)
             samples.append({**scored.as_dict(), "program": program, "completion": text})
+            if tail is not None:
+                samples[-1] |= {"derived": LITERAL_TAIL, "tail_length": tail}
         kept = samples[best_sample(samples)]
         top = {k: v for k, v in kept.items() if k != "completion"}
         rows.append(

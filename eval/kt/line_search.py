@@ -47,7 +47,7 @@ def line_passes(values: list[int], sequence: Sequence[int], prefix: int, is_outp
 
 
 @dataclass
-class _Program:
+class LeftToRightProgram:
     """One program being written: its prompt, the sequence it must print and the lines kept so far."""
 
     prompt: str
@@ -142,7 +142,7 @@ def line_search(
     same lines as greedy decoding line by line), then samples the failing lines, in one call drawn with seed
     `sampling.seed + round`. `sampling.max_new_tokens` bounds each call's text; a program ends after `max_failures`
     sampled lines (the search's cost is bounded by its inputs: at most `max_failures` + 1 rounds a program)."""
-    programs = [_Program(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
+    programs = [LeftToRightProgram(p, tuple(s)) for p, s in zip(prompts, sequences, strict=True)]
     greedy = replace(sampling, temperature=0.0, n=1, stop=None)  # the rest of the program, checked line by line
     sampled = replace(sampling, n=samples, stop=LINE_STOP)
     for round_number in itertools.count():
@@ -193,4 +193,4 @@ def line_search_summary(costs: Sequence[Mapping[str, int]], samples: int) -> dic
     }
 
 
-__all__ = ["LineSearchResult", "line_passes", "line_search", "line_search_summary"]
+__all__ = ["LeftToRightProgram", "LineSearchResult", "line_passes", "line_search", "line_search_summary"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval.kt import plots
 from eval.kt.line_search import line_search_summary
+from eval.kt.literal_tail import literal_tail_summary
 from eval.kt.scoring import PREFIXES, aggregate, search_summary
 
 if TYPE_CHECKING:
@@ -52,6 +53,21 @@ def line_search_lines(search: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
+def literal_tail_lines(tails: Mapping[str, Any] | None) -> list[str]:
+    """The report's line on a `--literal-tail` run: the model's own programs beside the completed ones."""
+    if not tails:
+        return []
+    model, share = tails["model"], tails["numbers_written_by_model"]
+    return [
+        f"Literal tail: {tails['items_with_tail']} item(s) keep a program of the model's lines finished with the rest "
+        f"of the sequence as a literal (the model's lines wrote {_fmt(share)} of those sequences' numbers); the "
+        f"model's own programs alone have Accuracy {_fmt(model['accuracy'])}, CompressionRate "
+        f"{_fmt(model['compression_rate'])}, Precision {_fmt(model['precision'])}. Accuracy above counts the finished "
+        "programs as correct (they are).",
+        "",
+    ]
+
+
 def markdown_report(summary: Mapping[str, Any]) -> str:
     """A markdown table of the headline metrics, one per length bucket and the verdict counts."""
     s, m = summary["settings"], summary["metrics"]
@@ -77,6 +93,7 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
         "",
         *search_lines(m.get("search")),
         *line_search_lines(m.get("line_search")),
+        *literal_tail_lines(m.get("literal_tail")),
         "Prefix accuracy: "
         + ", ".join(f"@{k} {_fmt(m['prefix_accuracy'][str(k)])}" for k in PREFIXES)
         + f"; mean longest correct prefix {_fmt(m['mean_correct_prefix'], 1)}.",
@@ -139,6 +156,8 @@ def write_outputs(
         )
     if config.line_search:
         metrics["line_search"] = line_search_summary(line_costs, config.line_search)
+    if config.literal_tail:
+        metrics["literal_tail"] = literal_tail_summary(rows, dataset.symbol_bits, config.gzip_encoding, config.prior)
     summary = {
         "settings": dict(settings),
         "modality": dataset.modality,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gzip
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -223,13 +223,21 @@ def aggregate(
     return summary
 
 
-def first_sample_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows as if each item had its first sample only (the greedy program of a `--search` run)."""
+def rows_with_samples(
+    rows: Sequence[Mapping[str, Any]], keep: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The rows as if each item had only the samples `keep` returns (never none), each keeping its best."""
     out = []
     for row in rows:
-        first = {k: v for k, v in row["samples"][0].items() if k != "completion"}
-        out.append({k: row[k] for k in ("id", "length", "sequence", "gzip_bits")} | first | {"samples": [first]})
+        samples = [{k: v for k, v in s.items() if k != "completion"} for s in keep(row["samples"])]
+        kept = samples[best_sample(samples)]
+        out.append({k: row[k] for k in ("id", "length", "sequence", "gzip_bits")} | kept | {"samples": samples})
     return out
+
+
+def first_sample_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as if each item had its first sample only (the greedy program of a `--search` run)."""
+    return rows_with_samples(rows, lambda samples: samples[:1])
 
 
 def search_summary(
@@ -288,6 +296,7 @@ __all__ = [
     "joint_gzip_precision",
     "length_bucket",
     "prefix_matches",
+    "rows_with_samples",
     "score_sample",
     "search_summary",
     "sequence_bytes",

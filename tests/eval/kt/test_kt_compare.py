@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from eval.kt.scoring import sequence_gzip_bits
 from kt_train.cli import main
 
 WRONG = "sequence_1 = set_list([1])\noutput = sequence_1"
@@ -51,6 +52,25 @@ def test_the_change_and_its_interval_come_from_the_paired_sequences(
     assert f"n = {n} sequences" in table and "| Accuracy (%) | 0.00 |" in table
     assert main(["eval", "kt-compare", str(trained), str(trained)]) == 0  # no change: a zero-width interval
     assert "| +0.0000 | [+0.0000, +0.0000] |" in capsys.readouterr().out
+
+
+def test_each_run_is_set_against_gzip_per_sequence(synthetic: Path, tmp_path: Path) -> None:
+    start, trained = evaluate(synthetic, tmp_path / "start", 0.0), evaluate(synthetic, tmp_path / "trained", 1.0)
+    for encoding in ("bytes", "latin1-utf8"):
+        out = tmp_path / f"{encoding}.json"
+        assert main(["eval", "kt-compare", str(start), str(trained), "--gzip-encoding", encoding,
+                     "--output", str(out)]) == 0  # fmt: skip
+        result = json.loads(out.read_text())
+        rows = [json.loads(line) for line in (start / "items.jsonl").read_text().splitlines()]
+        raw = sum(8 * r["length"] for r in rows)
+        gzip = sum(sequence_gzip_bits(r["sequence"], encoding) for r in rows) / raw
+        versus = result["versus_gzip"]
+        assert versus["encoding"] == encoding and versus["first"]["gzip"] == pytest.approx(gzip)
+        # the raw sequences (every program wrong) against gzip, and the gold programs, far below both
+        assert versus["first"]["change"] == pytest.approx(result["compression_rate"]["first"] - gzip)
+        assert versus["second"]["change"] == pytest.approx(result["compression_rate"]["second"] - gzip)
+        second = versus["second"]
+        assert second["ci_low"] < second["change"] < second["ci_high"] < 0
 
 
 def test_runs_of_other_sequences_or_unfinished_runs_are_refused_in_one_line(

@@ -15,7 +15,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from eval.kt.evaluate import COMPLETIONS_FILE, ITEMS_FILE, KTEvalConfig
-from eval.kt.line_search import _Program, line_passes, line_search
+from eval.kt.line_search import LeftToRightProgram, line_passes, line_search
 from eval.kt.prompts import kt_prompt
 from kt_train.cli import main
 from kt_train.generation import SamplingConfig, TransformersBackend
@@ -124,7 +124,7 @@ def test_kt_eval_line_search_scores_the_found_program_and_counts_its_cost(traine
     ],
 )
 def test_a_hostile_line_never_passes_and_costs_little(line: str) -> None:
-    program = _Program("prompt", tuple(SEQUENCES[0]))
+    program = LeftToRightProgram("prompt", tuple(SEQUENCES[0]))
     started = time.process_time()
     assert not program.accept(line)
     assert program.lines == [] and not program.done

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from dsl.bits import NUMBER_RANGE
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
+from eval.kt.literal_tail import LITERAL_TAIL, literal_tail_program
 from eval.kt.scoring import ProgramPrior, encoded_program_bits
 from kt_train.rewards import Reward, Scored
 
@@ -46,7 +47,12 @@ class KTCompressionReward(Reward):
       "compression" `clip(1 - CR, 0, 1)` or "binary" 1;
     - `correct_bonus` (linear shaping): what any correct program earns, however long;
     - `timeout_s`, `memory_mb`, `workers` (None: one per core): sandbox limits (Python mode);
-    - `failure_reward`: the reward of a missing, failing or wrong program.
+    - `failure_reward`: the reward of a missing, failing or wrong program;
+    - `literal_tail` (DSL mode, uniform prior): a wrong program whose lines wrote a prefix of the sequence left to
+      right is scored as `kt eval kt --literal-tail` scores it: cut there and finished with the rest as a literal
+      (`eval.kt.literal_tail`), its verdict `literal_tail` and its reward the shaping of its CompressionRate without
+      the correct bonus (so a program that writes more of the sequence in fewer bits earns more, and none earns
+      what a correct one does).
 
     Verdicts: those of `eval.kt.checking.Verdict` (`correct`, `wrong_output`, `no_code`, `syntax_error`,
     `runtime_error`, `timeout`, `memory`, `killed`, `no_output`, `bad_output`, `no_completion` for a blank text), and
@@ -67,6 +73,7 @@ class KTCompressionReward(Reward):
         memory_mb: int = 512,
         workers: int | None = None,
         failure_reward: float = 0.0,
+        literal_tail: bool = False,
     ) -> None:
         super().__init__(failure_reward)
         prior = prior or ("uniform" if mode == "dsl" else "gzip")
@@ -82,6 +89,10 @@ class KTCompressionReward(Reward):
             raise ValueError(f"correct_bonus must be in [0, 1], got {correct_bonus}")
         if symbol_bits < 1:
             raise ValueError(f"symbol_bits must be >= 1, got {symbol_bits}")
+        if literal_tail and prior != "uniform":
+            raise ValueError("literal_tail finishes DSL programs priced by the uniform prior: mode 'dsl', prior "
+                             "'uniform'")  # fmt: skip
+        self.literal_tail = literal_tail
         self.mode, self.prior, self.symbol_bits = mode, prior, int(symbol_bits)
         self.shaping, self.correct_bonus = shaping, float(correct_bonus)
         uniform_range = NUMBER_RANGE if prior == "uniform" else None  # literals it cannot encode: `unencodable`
@@ -90,27 +101,50 @@ class KTCompressionReward(Reward):
         if mode == "python":
             atexit.register(self.close)
 
-    def shaped(self, compression_rate: float) -> float:
-        """The reward of a correct program with this CompressionRate."""
+    def shaped(self, compression_rate: float, bonus: bool = True) -> float:
+        """The reward of a correct program with this CompressionRate (`bonus`: the model's own, not a literal
+        tail's)."""
         gain = clip01(1.0 - compression_rate)
         if self.shaping == "binary":
-            return 1.0
+            return 1.0 if bonus else 0.0
         if self.shaping == "compression":
             return gain
-        return self.correct_bonus + (1.0 - self.correct_bonus) * gain
+        return (self.correct_bonus if bonus else 0.0) + (1.0 - self.correct_bonus) * gain
+
+    def tails(
+        self, programs: list[str | None], sequences: list[list[int]], checks: list[CheckResult]
+    ) -> list[str | None]:
+        """Per completion, the literal-tail program of a wrong one when it is correct (checked like any), or None."""
+        found: list[tuple[int, str]] = []
+        for index, (program, sequence, check) in enumerate(zip(programs, sequences, checks, strict=True)):
+            if self.literal_tail and sequence and check.verdict != Verdict.CORRECT:
+                tailed = literal_tail_program(program, sequence, self.symbol_bits * len(sequence))
+                if tailed is not None:
+                    found.append((index, tailed.text))
+        out: list[str | None] = [None] * len(programs)
+        tail_checks = self.checker.check([t for _, t in found], [sequences[i] for i, _ in found]) if found else []
+        for (index, text), check in zip(found, tail_checks, strict=True):
+            out[index] = text if check.verdict == Verdict.CORRECT else None
+        return out
 
     def score(self, texts: list[str], columns: Mapping[str, list[Any]]) -> list[Scored]:
         sequences = [[int(v) for v in seq] if isinstance(seq, list | tuple) else [] for seq in columns["sequence"]]
         programs = [extract_code(text) for text in texts]
         checks = self.checker.check(programs, sequences)
+        tails = self.tails(programs, sequences, checks)
         scored = []
-        for text, program, sequence, check in zip(texts, programs, sequences, checks, strict=True):
+        for text, program, sequence, check, tail in zip(texts, programs, sequences, checks, tails, strict=True):
             if not text.strip():
-                check = CheckResult(Verdict.NO_COMPLETION)
+                check, tail = CheckResult(Verdict.NO_COMPLETION), None
             if not sequence:  # a broken row: nothing to compress
                 scored.append(self.failed("no_sequence"))
                 continue
             raw_bits = self.symbol_bits * len(sequence)
+            if tail is not None:  # scored as `kt eval kt --literal-tail` scores it
+                compression_rate = (1 + encoded_program_bits(tail, self.prior)) / raw_bits
+                measures = batch_measures(check, compression_rate)
+                scored.append(Scored(self.shaped(compression_rate, bonus=False), LITERAL_TAIL, metrics=measures))
+                continue
             if check.verdict != Verdict.CORRECT:  # the evaluation's CompressionRate of a miss: the raw sequence
                 measures = batch_measures(check, (1 + raw_bits) / raw_bits)
                 scored.append(replace(self.failed(str(check.verdict)), metrics=measures))

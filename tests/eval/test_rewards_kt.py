@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from dsl.bits import program_bits
+from eval.kt.literal_tail import literal_tail_program
 from eval.rewards.kt import KTCompressionReward
+from tests.kt_templates import crt_template
 
 SEQUENCE = list(range(1, 41))
 PROGRAM = "sequence_1 = range_func_up(1, 40)\noutput = sequence_1"
@@ -94,7 +97,29 @@ def test_rows_with_other_sequences_are_judged_against_their_own() -> None:
     assert [v for _, v in got] == ["correct", "correct", "wrong_output"]
 
 
-@pytest.mark.parametrize("options", [{"mode": "sql"}, {"correct_bonus": 2.0}, {"symbol_bits": 0}, {"prior": "lz"}])
+def test_a_literal_tail_earns_the_compression_of_the_prefix_the_program_wrote() -> None:
+    sequence = [*SEQUENCE, 7, 200, 3]
+    right = ("sequence_1 = range_func_up(1, 40)\nsequence_2 = set_list([7, 200, 3])\n"
+             "sequence_3 = concatenate(sequence_1, sequence_2)\noutput = sequence_3")  # fmt: skip
+    wrong = right.replace("range_func_up(1, 40)", "range_func_up(1, 30)")  # the prefix 1..30, then a wrong line
+    tailed = literal_tail_program(wrong, sequence, 8 * len(sequence))
+    assert tailed is not None
+    rate = (1 + program_bits(tailed.text)) / (8 * len(sequence))
+    completions = [right, wrong, "sequence_1 = set_list([2])\noutput = sequence_1", crt_template(sequence)]
+    for shaping, expected in (("compression", 1 - rate), ("linear", 0.5 * (1 - rate)), ("binary", 0.0)):
+        reward = KTCompressionReward(shaping=shaping, literal_tail=True)
+        got = verdicts(reward, completions, [sequence] * 4)
+        assert [v for _, v in got] == ["correct", "literal_tail", "wrong_output", "resource"]
+        assert got[1][0] == pytest.approx(expected) and got[1][0] < got[0][0]  # never what a correct one earns
+        assert [r for r, _ in got[2:]] == [0.0, 0.0]  # no prefix, or a gaming program: nothing to finish
+    assert verdicts(KTCompressionReward(), completions, [sequence] * 4)[1] == (0.0, "wrong_output")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"mode": "sql"}, {"correct_bonus": 2.0}, {"symbol_bits": 0}, {"prior": "lz"},
+     {"prior": "gzip", "literal_tail": True}],
+)  # fmt: skip
 def test_bad_options(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         KTCompressionReward(**options)

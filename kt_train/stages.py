@@ -30,6 +30,7 @@ from kt_train.records import FailureReason, failures_path, merge_jsonl, run_resu
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 SETTINGS_FILE = "settings.json"
+SUMMARY_FILE = "summary.json"  # what a finished job reports (every job of the run contract writes one)
 DONE_FILE = "done.json"
 RECORDS_FILE = "record_files.json"
 """The names of the record files a run made in its folder (what `--overwrite` deletes)."""
@@ -241,6 +242,7 @@ __all__ = [
     "DONE_FILE",
     "RECORDS_FILE",
     "SETTINGS_FILE",
+    "SUMMARY_FILE",
     "RunFolder",
     "RunOptions",
     "SettingsMismatch",

@@ -12,6 +12,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
+from kt_train.stages import SUMMARY_FILE
 from tracegen.inputs import InputItem, LengthRange, generate_inputs
 from tracegen.prompts import PromptStyle
 from tracegen.tasks import TASKS, Algorithm, make_task, safe_decode, system_message
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from tracegen.release_prompts import ReleasePrompt
 
 CORPUS_FILE = "rtce.json"
-SUMMARY_FILE = "summary.json"
 HF_COLUMNS = ("id", "item_id", "family", "category", "algorithm", "task", "prompt", "answer_json", "roundtrip_ok")
 HF_COLUMNS += ("label_exact",)
 BOOL_COLUMNS = ("roundtrip_ok", "label_exact")

@@ -16,10 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kt_train.stages import SUMMARY_FILE
+
 if TYPE_CHECKING:
     from tracegen.inputs import LengthRange
 
-SUMMARY_FILE = "summary.json"
 EVAL_IDS_FILE = "eval_ids.json"
 FORMAT = 2
 """The version of what the stages write (part of the cache key): raised when their files change, so a corpus cached by

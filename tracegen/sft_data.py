@@ -34,12 +34,12 @@ import pyarrow as pa
 from kt_train.hf_dataset import CardInfo, shard_names, write_hf_dataset
 from kt_train.models import DEFAULT_MODEL
 from kt_train.records import read_jsonl
+from kt_train.stages import SUMMARY_FILE
 from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 from tracegen.tasks import Task, dumps
 from tracegen.translate import TRANSLATIONS_FILE, answer_block
 
 CORPUS_FILE = "rtce.json"
-SUMMARY_FILE = "summary.json"
 PARQUET_FILE = shard_names("train", 1)[0]
 COMBINED = "all"
 DEFAULT_MAX_CHARS = 32768

@@ -45,7 +45,7 @@ from typing import Any
 
 from kt_train.hf_dataset import row_id
 from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult, Verdict
-from kt_train.stages import RunFolder, RunOptions, content_hash
+from kt_train.stages import SUMMARY_FILE, RunFolder, RunOptions, content_hash
 from tracegen.algorithms import Algorithm, algorithms_for
 
 CORPUS_FILE = "rtce.json"
@@ -55,7 +55,6 @@ VERSION = 3
 """The code version of the trace records (part of a collection's settings): raised when records change."""
 RETRIED_REASONS = ("verdict:timeout", "verdict:killed", "verdict:memory")
 """Drop reasons that a rerun tries again (the run may have been starved or killed from outside)."""
-SUMMARY_FILE = "summary.json"
 PROGRAM_FILENAME = "<main_solution>"
 SENTINEL = "<<< Return value from main_solution: "
 DIRECTIONS = ("encode", "decode")

@@ -32,7 +32,7 @@ from typing import Any
 
 from kt_train.generation import GENERATION_ERRORS
 from kt_train.records import read_jsonl
-from kt_train.stages import RunFolder, RunOptions, content_hash, model_hash
+from kt_train.stages import SUMMARY_FILE, RunFolder, RunOptions, content_hash, model_hash
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
@@ -43,7 +43,6 @@ VERSION = 3
 GENERATION_ERROR = "generation_error"
 """The reason of a translation whose generation failed (made again by a rerun)."""
 logger = logging.getLogger(__name__)
-SUMMARY_FILE = "summary.json"
 BACKENDS = ("template", "transformers", "vllm", "openai")
 DEFAULT_MAX_STEPS = 40
 DEFAULT_VALUE_CHARS = 300

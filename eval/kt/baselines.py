@@ -29,12 +29,11 @@ from eval.kt.scoring import (
     score_sample,
     sequence_gzip_bits,
 )
-from kt_train.stages import SETTINGS_FILE
+from kt_train.stages import SETTINGS_FILE, SUMMARY_FILE
 
 logger = logging.getLogger(__name__)
 EVALUATION = "kt-baselines"
 """The `evaluation` key of a baselines `summary.json` (it tells one from another evaluation's summary)."""
-SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 OLD_FILES = {"baselines.json": SUMMARY_FILE, "baselines.md": REPORT_FILE}
 """What `kt eval kt-baselines` wrote before it named its outputs as the other evaluations."""

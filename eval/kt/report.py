@@ -11,12 +11,12 @@ from eval.kt import plots
 from eval.kt.line_search import line_search_summary
 from eval.kt.literal_tail import literal_tail_summary
 from eval.kt.scoring import PREFIXES, aggregate, search_summary
+from kt_train.stages import SUMMARY_FILE
 
 if TYPE_CHECKING:
     from eval.kt.dataset import KTDataset
     from eval.kt.evaluate import KTEvalConfig
 
-SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 PLOT_FILE = "metrics_by_length.png"
 PREFIX_PLOT_FILE = "correct_prefix.png"

@@ -38,11 +38,11 @@ from eval.nl.matrix import (
     structured_generators,
 )
 from eval.nl.predictors import PredictorResult, SpearmanResult, failure_predictors, within_depth_spearman
+from kt_train.stages import SUMMARY_FILE
 
 REQUIRED = ("expr_id", "generator", "extractor", "generator_kind", "correct")
 COMPLEXITY = ("k", "d")  # accuracy is broken down by these columns
 TOP_ROLE_SWAPS = 10
-SUMMARY_FILE = "summary.json"
 MATRIX_FILE = "matrix.csv"
 REPORT_FILE = "report.md"
 HEATMAP_FILE = "matrix.png"

@@ -15,6 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from kt_train.stages import SUMMARY_FILE
 from tracegen.tasks import Task
 
 Row = Mapping[str, Any]
@@ -40,7 +41,6 @@ ROUNDTRIP_COLUMNS = (
     "roundtrip_pass",
     "both_pass_roundtrip_fail",
 )
-SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 LENGTH_PLOT_FILE = "length_vs_pass.png"
 CATEGORY_PLOT_FILE = "category_difficulty.png"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsl.bits import program_bits
-from dsl.feedback import run_program_so_far
+from dsl.interpreter import run_lines
 from dsl.parser import parse_program
-from dsl.program import DSLError, Line, render_line
+from dsl.program import Line, render_line
 from eval.kt.line_search import LeftToRightProgram
 from eval.kt.scoring import DEFAULT_GZIP_ENCODING, GzipEncoding, ProgramPrior, aggregate, rows_with_samples
 
@@ -70,13 +70,10 @@ def literal_tail_program(program: str | None, sequence: Sequence[int], raw_bits:
     written = LeftToRightProgram("", tuple(sequence))
     if written.accept_greedy(program) or written.prefix == 0:
         return None  # the program reaches its output line on the sequence (the checker scores it), or writes nothing
-    try:
-        parsed = parse_program("\n".join(written.lines), partial=True)
-        values = run_program_so_far(written.lines)
-    except DSLError:  # pragma: no cover - every kept line ran when it was accepted
-        return None
+    parsed = parse_program("\n".join(written.lines), partial=True)  # every kept line parsed and ran when accepted
+    values = run_lines(parsed)[: len(parsed.lines)]  # (the last entry is the partial program's output again)
     prefix = list(sequence[: written.prefix])
-    last = max(index for index, line_values in enumerate(values[: len(parsed.lines)]) if line_values == prefix)
+    last = max(index for index, line_values in enumerate(values) if line_values == prefix)
     lines = _needed(parsed.lines, last)
     head = lines[-1].target
     texts = [render_line(line) for line in lines]

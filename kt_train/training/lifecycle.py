@@ -25,7 +25,7 @@ from kt_train.training.checkpoints import CheckpointComplete
 from kt_train.training.memory import keep_freed_memory
 from kt_train.training.model import check_trainable
 from kt_train.training.model_card import record_base_model, write_model_card
-from kt_train.training.resume_state import ResumeCounters, whole_run_train_loss
+from kt_train.training.resume_state import ResumeCounters, train_resumed, whole_run_train_loss
 from kt_train.training.run_settings import FINISHED_FILE, RunStart, decide, wandb_run_id
 from kt_train.training.saved_weights import (
     RELOAD_MAX_PARAMETERS,
@@ -115,7 +115,7 @@ def train_and_finish(
     trainer.add_callback(WandbRunConfig(config))
     trainer.add_callback(ResumeCounters(trainer, checkpoint))  # before CheckpointComplete: saved inside the checkpoint
     trainer.add_callback(CheckpointComplete())
-    result = trainer.train(resume_from_checkpoint=checkpoint)
+    result = train_resumed(trainer, checkpoint)
     metrics = {**result.metrics, **data_metrics}
     if (train_loss := whole_run_train_loss(trainer.state.log_history)) is not None:
         metrics["train_loss"] = train_loss  # the whole run's, not only the steps since the last start

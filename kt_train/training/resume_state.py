@@ -6,6 +6,9 @@
 - `train_loss` in `train_results.json`: the Trainer averages the loss of the steps trained since its last start only.
   `whole_run_train_loss` averages the logged losses of every step of the run instead, in one order, so an
   uninterrupted run and a resumed one report the same bits.
+- A run killed after its last checkpoint and before its outputs: resumed from that checkpoint, transformers 5.19 skips
+  the batches the epoch has trained and trains one more step when max_steps ends inside an epoch (it looks for the end
+  only after a step). `train_resumed` gives such a run no batches, so it finishes as the uninterrupted run did.
 """
 
 from __future__ import annotations
@@ -44,6 +47,19 @@ class ResumeCounters(TrainerCallback):
             (folder / COUNTERS_FILE).write_text(json.dumps(counters), encoding="utf-8")
 
 
+def train_resumed(trainer: Any, checkpoint: str | None) -> Any:
+    """`trainer.train(resume_from_checkpoint=checkpoint)`, with no step trained past `max_steps` (see the module)."""
+    state = Path(checkpoint) / "trainer_state.json" if checkpoint else None
+    done = state is not None and 0 < trainer.args.max_steps <= json.loads(state.read_text())["global_step"]
+    if not done:
+        return trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.get_batch_samples = lambda *args, **kwargs: ([], None)  # the epoch's loop runs out without a step
+    try:
+        return trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        del trainer.get_batch_samples
+
+
 def whole_run_train_loss(log_history: Sequence[dict[str, Any]]) -> float | None:
     """The mean loss per optimizer step over the run's logged steps (each logged loss is the mean of the steps since
     the previous log); None when no loss was logged."""
@@ -57,4 +73,4 @@ def whole_run_train_loss(log_history: Sequence[dict[str, Any]]) -> float | None:
     return total / steps if steps else None
 
 
-__all__ = ["COUNTERS_FILE", "ResumeCounters", "whole_run_train_loss"]
+__all__ = ["COUNTERS_FILE", "ResumeCounters", "train_resumed", "whole_run_train_loss"]

@@ -1,17 +1,21 @@
 """Training resumes bit for bit after kill -9 (issue 38): each recipe command is run once to its end, then killed with
 SIGKILL at a random step (or while a checkpoint is being written) and run again with the same arguments; the two
 must hold the same per-step log, the same weights (sha256) and, for GRPO, the same prompts, completions and rewards
-(`kt_train.training.resume_probe`)."""
+(`kt_train.training.resume_probe`). The LoRA recipes train a 2-layer model of the embedded model's architecture and
+tokenizer (`tiny_model_dir`): whether a resume is exact does not depend on the model's size, and the embedded model's
+own LoRA and ZeRO-3 runs are tested in test_recipes_run.py and test_zero3_cpu.py."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from dsl.seqcoder import build_kt_corpus
-from kt_train.training.resume_probe import PROBE_ENV, launch_command, probe, probe_config
+from kt_train.training.resume_probe import PROBE_ENV, compare_runs, launch_command, probe, probe_config, run_to_end
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 
 from .test_recipe_configs import ROOT
@@ -64,26 +68,42 @@ def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before
     assert result.attempts[1].resumed_from == killed.killed_after  # ...was not resumed from
 
 
-def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path) -> None:
+def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path, tiny_model_dir: str) -> None:
     config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=2,
-                     **RTCE_QUICK)  # fmt: skip
+                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
     result = probe(_command("sft_rtce", config), tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=900)
     _assert_identical(result, 1)
 
 
-def test_sft_rtce_lora_under_zero3_on_two_processes_killed_at_a_random_step(tmp_path: Path) -> None:
+def test_sft_rtce_lora_killed_after_its_last_checkpoint_trains_no_more(tmp_path: Path, tiny_model_dir: str) -> None:
+    """A kill after the last checkpoint is written and before the outputs are (max_steps ends inside an epoch): the
+    rerun resumes from that checkpoint and must finish without training (transformers trained one step more)."""
+    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=2,
+                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
+    command = _command("sft_rtce", config)
+    run_to_end(command, tmp_path / "uninterrupted", ENV, timeout=600)
+    finished, killed = tmp_path / "uninterrupted" / "rle", tmp_path / "killed" / "rle"
+    assert json.loads((finished / "trainer_state.json").read_text())["global_step"] == RTCE_QUICK["max_steps"]
+    for name in ("checkpoint-6", "checkpoint-4", "kt_run_settings.json"):  # what the run had left at the kill
+        (shutil.copytree if (finished / name).is_dir() else shutil.copy)(finished / name, killed / name)
+    run_to_end(command, tmp_path / "killed", ENV, timeout=600)
+    assert compare_runs(tmp_path / "uninterrupted", tmp_path / "killed") == []
+
+
+def test_sft_rtce_lora_under_zero3_killed_at_a_random_step(tmp_path: Path, tiny_model_dir: str) -> None:
     pytest.importorskip("deepspeed")
     config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=1,
-                     **RTCE_QUICK)  # fmt: skip
+                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
     command = _command("sft_rtce", config, "zero3_cpu.yaml")
     result = probe(command, tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=1200)
     _assert_identical(result, 1)
 
 
-def test_grpo_kt_lora_killed_at_a_random_step_samples_and_scores_the_same(tmp_path: Path) -> None:
+def test_grpo_kt_lora_killed_at_a_random_step_samples_and_scores_the_same(tmp_path: Path, tiny_model_dir: str) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
     config = _config(tmp_path, "recipes/smollm2-135m/grpo_kt/config_cpu.yaml", dataset_name=str(corpus), max_steps=4,
-                     save_steps=1, max_train_samples=8, max_completion_length=24, log_completions=True)  # fmt: skip
+                     save_steps=1, max_train_samples=8, max_completion_length=24, log_completions=True,
+                     model_name_or_path=tiny_model_dir)  # fmt: skip
     result = probe(_command("grpo_kt", config), tmp_path / "probe", kills=1, seed=2, env=ENV, timeout=900)
     _assert_identical(result, 1)
     assert len(list((tmp_path / "probe" / "killed" / "completions").glob("*.parquet"))) == 4

@@ -44,7 +44,7 @@ from tracegen.traces import (
 
 TARGET_SPEEDUP = 3.0
 KEY = "traces"
-CONFIG = SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
+CONFIG = SandboxConfig(max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
 
 
 @dataclass

@@ -35,10 +35,12 @@ from typing import Any
 from benchutil import DOC, git_revision, invocation, machine_line, now, update_doc
 
 from kt_train.cli import main as kt_main
+from tracegen.algorithms import PAPER_ORDER
 from tracegen.benchmark import load_corpus
+from tracegen.release import RELEASE_ALGORITHMS
 
 GENERATIONS = "codeio_1k_gens_model_qwq_32b_temp_0.2_n5_verified.csv"
-ALGORITHMS = ("ae", "lzw", "rle", "huffman")
+ALGORITHMS = tuple(name for name in PAPER_ORDER if name in RELEASE_ALGORITHMS)  # the release's, as Table 3 orders
 TASKS = {  # the release's io_pred -> ours, in Table 3's column order
     "output_execution_prediction": "output_pred",
     "output_execution_prediction_with_inversion": "output_pred_inv",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
-from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult
+from kt_train.sandbox import DEFAULT_TIMEOUT_S, SandboxConfig, SandboxJob, SandboxPool, SandboxResult
 
 ENTRY_POINT_GROUP = "kt_train.rewards"
 SUFFIX = "_reward"
@@ -141,7 +141,11 @@ class PooledReward(Reward):
     preload: ClassVar[tuple[str, ...]] = ("json",)
 
     def __init__(
-        self, failure_reward: float = 0.0, workers: int | None = None, timeout_s: float = 5.0, memory_mb: int = 512
+        self,
+        failure_reward: float = 0.0,
+        workers: int | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        memory_mb: int = 512,
     ) -> None:
         super().__init__(failure_reward)
         self.workers = workers

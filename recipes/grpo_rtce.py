@@ -56,7 +56,7 @@ class RTCEGRPOScriptArguments(GRPOScriptArguments):
         metadata={"help": "reward names (rtce_answer: exact match; rtce_roundtrip: the round trip gives x back)"},
     )
     algorithms: list[str] = field(
-        default_factory=lambda: ["lzw", "ae", "rle", "huffman"],
+        default_factory=lambda: list(ALGORITHMS),
         metadata={"help": "algorithms to draw prompts from", "choices": sorted(ALGORITHMS)},
     )
     tasks: list[str] = field(

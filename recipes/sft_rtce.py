@@ -63,7 +63,7 @@ class RTCEScriptArguments(DataArguments):
     """Which adapters to train and the default corpus they are trained on."""
 
     algorithms: list[str] = field(
-        default_factory=lambda: ["lzw", "ae", "rle", "huffman"],
+        default_factory=lambda: list(ALGORITHMS),
         metadata={"help": "one adapter per algorithm, trained one after the other", "choices": sorted(ALGORITHMS)},
     )
     adapters: str = field(

@@ -46,3 +46,17 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(folder)
     AutoTokenizer.from_pretrained(source).save_pretrained(folder)
     return str(folder)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_trains_nothing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast tier (`make test-fast`: `-m "not slow"`) trains nothing: a test outside the slow tier that builds a
+    transformers Trainer (SFT, GRPO or any other) in the test process fails, naming the marker it needs."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    from transformers import Trainer
+
+    def refuse(self: Trainer, *args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{type(self).__name__} built outside the slow tier: mark the test `slow`")
+
+    monkeypatch.setattr(Trainer, "__init__", refuse)

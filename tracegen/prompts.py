@@ -24,6 +24,8 @@ import keyword
 import tokenize
 from typing import Any, Literal
 
+from tracegen.algorithms.base import Algorithm
+
 PromptStyle = Literal["paper", "release-blind", "demo", "release"]
 PROMPT_STYLES: tuple[str, ...] = ("paper", "release-blind", "demo")
 """The styles rendered here, for any inputs."""
@@ -91,32 +93,12 @@ _INVERT_ENCODER = (
     "given output. Do not run or duplicate `main_solution` directly."
 )
 
-# Typed I/O requirements of each listing: (what the encoder returns, its name in the text).
-_Z_TYPES = {
-    "lzw": ("list of int", "A list of integer codes representing the LZW-compressed form of the input string."),
-    "ae": ("float", "A number in [0, 1) representing the arithmetic-encoded form of the input string."),
-    "rle": ("list of tuple", "A list of (char, count) tuples representing the run-length encoded string."),
-    "huffman": (
-        "tuple",
-        "A tuple (encoded_bytes, codebook, padding): the Huffman-coded bits packed into bytes (a list of int), the "
-        "codebook (a dict from symbol to bit string) and the number of zero bits padded at the end (an int).",
-    ),
-    "huffman_bytes": ("list of int", "A list of integers: the Huffman-coded bits packed into bytes, zero-padded."),
-}
-ANSWER_TYPES = {
-    "lzw": "list of int (e.g. [97, 98, 256])",
-    "ae": "float (e.g. 0.4137)",
-    "rle": 'list of [str, int] pairs (e.g. [["a", 3], ["b", 2]])',
-    "huffman": '[list of int, dict of str to str, int] (e.g. [[180], {"a": "0", "b": "10", "c": "11"}, 3])',
-    "huffman_bytes": "list of int (e.g. [102, 114, 111])",
-}
-"""The answer's JSON type per algorithm for the two output tasks (the input tasks answer a str)."""
 STRING_ANSWER_TYPE = 'str (e.g. "hello world")'
 
 
-def io_requirements(algorithm: str, encoder: bool, *, blind: bool = False) -> str:
+def io_requirements(algorithm: Algorithm, encoder: bool, *, blind: bool = False) -> str:
     """The typed I/O requirements of the encoder (`encoder`) or decoder listing of `algorithm`."""
-    z_type, z_text = _Z_TYPES.get(algorithm, ("value", "The encoded form of the input string."))
+    z_type, z_text = algorithm.prompt.z_type, algorithm.prompt.z_text
     if blind:
         z_text = "The encoded form."
     if encoder:
@@ -128,28 +110,10 @@ def io_requirements(algorithm: str, encoder: bool, *, blind: bool = False) -> st
     return f"Input:\n  `{name}` ({z_type}): {z_text}\n\nOutput:\n  `return` (str): {x_text}"
 
 
-_BLIND_NAMES = {
-    "lzw": {"uncompressed": "x", "compressed": "x", "dict_size": "n", "dictionary": "d", "result": "r", "entry": "e"},
-    "ae": {
-        "uncompressed": "x", "compressed": "x", "freq": "p", "total": "t", "symbols": "ks", "cum_counts": "cc",
-        "running": "m", "sym": "k", "low": "lo", "high": "hi", "width": "w", "scaled": "sc", "result": "r",
-        "symbol": "y",
-    },
-    "rle": {"uncompressed": "x", "compressed": "x", "result": "r", "prev_char": "a", "count": "b", "char": "a"},
-    "huffman": {
-        "uncompressed": "x", "compressed": "x", "freq": "p", "Node": "N", "heap": "h", "codebook": "cb", "walk": "wk",
-        "node": "nd", "prefix": "pre", "bitstr": "bs", "padding": "pad", "encoded_bytes": "eb", "root": "rt",
-        "total": "t", "result": "res", "sym": "k", "f": "v", "bit": "q",
-    },
-}  # fmt: skip
-_BLIND_STRINGS = {"lzw": {"Bad compressed k": "Bad k"}, "huffman": {"'Node'": "'N'"}}
-
-
-def blind_source(algorithm: str, source: str) -> str:
+def blind_source(algorithm: Algorithm, source: str) -> str:
     """`source` with its identifiers renamed as the release's blinding does (names after a `.` and keywords kept),
     and the string literals that name the encoding made neutral."""
-    algorithm = algorithm.split("_")[0]  # huffman_bytes: Huffman's names
-    names = _BLIND_NAMES.get(algorithm, {"uncompressed": "x", "compressed": "x"})
+    names = algorithm.prompt.blind_names
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out, previous = [], None
     for token in tokens:
@@ -157,7 +121,7 @@ def blind_source(algorithm: str, source: str) -> str:
         if token.type == tokenize.NAME and not keyword.iskeyword(text) and previous != "." and text in names:
             token = token._replace(string=names[text])
         elif token.type == tokenize.STRING:
-            for old, new in _BLIND_STRINGS.get(algorithm, {}).items():
+            for old, new in algorithm.prompt.blind_strings.items():
                 token = token._replace(string=token.string.replace(old, new))
         out.append(token)
         previous = text if token.type == tokenize.OP else None
@@ -180,7 +144,7 @@ def _example(backward: bool) -> str:
 
 
 def paper_prompt(
-    algorithm: str, *, shows_encoder: bool, inversion: bool, given: Any, source: str, blind: bool = False
+    algorithm: Algorithm, *, shows_encoder: bool, inversion: bool, given: Any, source: str, blind: bool = False
 ) -> str:
     """The user prompt of one task in the paper's framing.
 
@@ -192,7 +156,7 @@ def paper_prompt(
     answers_z = shows_encoder != inversion  # O/P Pred and O/P Pred-I
     describes_encoder = answers_z
     shown = blind_source(algorithm, source) if blind else source
-    answer_type = ANSWER_TYPES.get(algorithm, "JSON value") if answers_z else STRING_ANSWER_TYPE
+    answer_type = algorithm.prompt.answer_type if answers_z else STRING_ANSWER_TYPE
     requirements = io_requirements(algorithm, describes_encoder, blind=blind)
     parts = [
         _BACKWARD_INSTRUCTION if backward else _FORWARD_INSTRUCTION,
@@ -211,7 +175,6 @@ def paper_prompt(
 
 
 __all__ = [
-    "ANSWER_TYPES",
     "BUILD_PROMPT_STYLES",
     "PROMPT_STYLES",
     "STRING_ANSWER_TYPE",

@@ -15,7 +15,7 @@ from typing import Any
 
 from tracegen.inputs import InputItem
 
-RELEASE_ALGORITHMS = ("lzw", "ae", "rle", "huffman")
+RELEASE_ALGORITHMS = ("lzw", "ae", "rle", "huffman")  # the release's data folders (ours may be more)
 FAMILY_PREFIXES = (("string_dna_", "dna"), ("string_", "string"), ("log_", "log"), ("yaml_", "yaml"))
 FAMILY_PREFIXES += (("tabular_", "tabular"),)
 

@@ -191,9 +191,8 @@ def task_prompt(
     if style == "release":
         raise ValueError("release prompts are rendered by the release's own code (tracegen.release_prompts)")
     if style != "demo":
-        variant = getattr(algorithm, "variant", "")
         return paper_prompt(
-            f"{algorithm.name}_{variant}" if variant else algorithm.name,
+            algorithm,
             shows_encoder=task.shows_encoder,
             inversion=task in (Task.OUTPUT_PRED_INV, Task.INPUT_PRED_INV),
             given=python_value(algorithm, task, given_json),

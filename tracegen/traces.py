@@ -319,7 +319,7 @@ def collect_traces(
     if max_lines < 1:
         raise ValueError("max_lines must be >= 1")
     tasks = build_tasks(corpus, registry, algorithms)
-    config = config or SandboxConfig(timeout_s=5.0, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
+    config = config or SandboxConfig(max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
     settings = {
         "benchmark_sha256": content_hash(corpus_path), "algorithms": sorted(algorithms) if algorithms else None,
         "registry": sorted(registry), "max_lines": max_lines, "max_value_chars": max_value_chars,

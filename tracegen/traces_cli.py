@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt_train.sandbox import DEFAULT_TIMEOUT_S
 from tracegen.traces import DEFAULT_MAX_LINES
 from tracegen.translate_cli import add_translate_command
 
@@ -22,7 +23,7 @@ class CollectConfig:
     algorithm: list[str] | None = field(
         default=None, metadata={"help": "only these algorithms (none: all)", "metavar": "NAME"}
     )
-    timeout_s: float = field(default=5.0, metadata={"help": "CPU seconds per traced run (the paper: 5)"})
+    timeout_s: float = field(default=DEFAULT_TIMEOUT_S, metadata={"help": "CPU seconds per traced run (the paper: 5)"})
     quiet: bool = field(default=False, metadata={"help": "no progress bar"})
 
     def __post_init__(self) -> None:

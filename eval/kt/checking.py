@@ -21,6 +21,7 @@ from dsl.interpreter import RunLimits, run_program
 from dsl.parser import parse_program
 from dsl.program import DSLError, DSLResourceError
 from eval.kt.python_runner import FORGED_REPORT, PythonRunner
+from kt_train.sandbox import DEFAULT_TIMEOUT_S
 
 Mode = Literal["dsl", "python"]
 
@@ -50,7 +51,9 @@ EXECUTABLE = frozenset({Verdict.CORRECT, Verdict.WRONG_OUTPUT})
 class CheckConfig:
     """Limits for running candidates."""
 
-    timeout_s: float = field(default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)"})
+    timeout_s: float = field(
+        default=DEFAULT_TIMEOUT_S, metadata={"help": "CPU-time limit per Python program (seconds)"}
+    )
     memory_mb: int = field(default=512, metadata={"help": "address space a Python program may map (MiB)"})
     workers: int | None = field(default=None, metadata={"help": "sandbox processes (None: one per CPU core)"})
     max_dsl_elements: int = field(

@@ -43,6 +43,7 @@ from kt_train.generation import (
     make_backend,
     with_retries,
 )
+from kt_train.sandbox import DEFAULT_TIMEOUT_S
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
 
 COMPLETIONS = "completions"
@@ -95,7 +96,8 @@ class KTEvalConfig(BackendOptions):
         },
     )
     timeout_s: float = field(
-        default=5.0, metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]}
+        default=DEFAULT_TIMEOUT_S,
+        metadata={"help": "CPU-time limit per Python program (seconds)", "aliases": ["--timeout"]},
     )
     execution_feedback: bool = field(
         default=False,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eval.kt.literal_programs import literal_status
-from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResult
+from kt_train.sandbox import DEFAULT_TIMEOUT_S, SandboxConfig, SandboxJob, SandboxPool, SandboxResult
 from kt_train.sandbox import Verdict as SandboxVerdict
 
 # Run once per worker: `kt_check` runs one candidate in a fresh namespace and returns the head of its `output`
@@ -80,7 +80,7 @@ def _status(result: SandboxResult, keep: int) -> dict[str, Any]:
 class PythonRunner:
     """Runs Python candidates and returns one status dict per (code, keep)."""
 
-    def __init__(self, timeout_s: float = 5.0, memory_mb: int = 512, workers: int = 2) -> None:
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 512, workers: int = 2) -> None:
         self.config = SandboxConfig(timeout_s=timeout_s, memory_mb=memory_mb)
         self.workers = workers
         self._pool: SandboxPool | None = None

@@ -18,6 +18,7 @@ from eval.kt.completions import extract_code
 from eval.kt.literal_tail import LITERAL_TAIL, literal_tail_program
 from eval.kt.scoring import ProgramPrior, encoded_program_bits
 from kt_train.rewards import Reward, Scored
+from kt_train.sandbox import DEFAULT_TIMEOUT_S
 
 Shaping = Literal["linear", "compression", "binary"]
 SHAPINGS = ("linear", "compression", "binary")
@@ -69,7 +70,7 @@ class KTCompressionReward(Reward):
         symbol_bits: int = SYNTHETIC_SYMBOL_BITS,
         shaping: Shaping = "linear",
         correct_bonus: float = 0.5,
-        timeout_s: float = 5.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         memory_mb: int = 512,
         workers: int | None = None,
         failure_reward: float = 0.0,

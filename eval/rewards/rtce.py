@@ -15,7 +15,7 @@ from typing import Any, Literal
 from eval.answers import answer_region, extract_answer, find_output_object, strip_code_fences
 from eval.metrics import edit_similarity, exact_match
 from kt_train.rewards import SKIPPED, PooledReward, Reward, Scored
-from kt_train.sandbox import SandboxJob, SandboxResult
+from kt_train.sandbox import DEFAULT_TIMEOUT_S, SandboxJob, SandboxResult
 from kt_train.sandbox import Verdict as SandboxVerdict
 from tracegen.algorithms import get_algorithm
 from tracegen.tasks import ROUNDTRIP_TASK
@@ -138,7 +138,7 @@ class RTCERoundTripReward(PooledReward):
     def __init__(
         self,
         check: Check = "both",
-        timeout_s: float = 5.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         memory_mb: int = 512,
         workers: int | None = None,
         failure_reward: float = 0.0,

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracegen.algorithms import PAPER_ORDER
 from tracegen.benchmark import load_corpus, load_summary
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import TASKS
 
-ALGORITHM_NAMES = ("ae", "lzw", "rle", "huffman")
+ALGORITHM_NAMES = PAPER_ORDER
 TASK_NAMES = tuple(t.value for t in TASKS)
 
 

@@ -67,8 +67,9 @@ from dataclasses import dataclass
 from decimal import Decimal, DecimalException
 from typing import Any
 
+from tracegen.release import RELEASE_ALGORITHMS
+
 RELEASE_STATUSES = ("correct", "wrong", "no answer")
-RELEASE_ALGORITHMS = ("ae", "lzw", "rle", "huffman")
 FLOAT_TOL = 1e-3
 LITERAL_EVAL_MAX_CHARS = 200_000  # longer snippets are not tried as Python literals
 LITERAL_EVAL_MAX_SPANS = 1_000  # brace spans of one text tried as Python literals (the last ones)

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kt_train.stages import SUMMARY_FILE
+from tracegen.algorithms import PAPER_ORDER, algorithm_label
 from tracegen.tasks import Task
 
 Row = Mapping[str, Any]
 
-ALGORITHM_ORDER = ("ae", "lzw", "rle", "huffman")  # the paper's order
-ALGORITHM_NAMES = {"ae": "AE", "lzw": "LZW", "rle": "RLE", "huffman": "HUFFMAN"}
+ALGORITHM_ORDER = PAPER_ORDER
 TASK_ORDER = tuple(task.value for task in Task)
 TABLE3_METRICS = (("em", "EM"), ("es", "ES"), ("pass@5", "P@5"))
 LENGTH_EDGES = (16, 32, 64, 128, 256)  # input-length bins (lo, hi], open at both ends
@@ -55,10 +55,6 @@ def radial_plot_file(algorithm: str) -> str:
 
 
 # --- ordering and labels ---------------------------------------------------------------------------------------------
-
-
-def algorithm_label(name: str) -> str:
-    return ALGORITHM_NAMES.get(name, name.upper())
 
 
 def task_label(name: str) -> str:

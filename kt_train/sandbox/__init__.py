@@ -16,11 +16,12 @@ scratch directories after each job. Without bubblewrap the pool refuses unless `
 Threat model, what is not isolated (kernel bugs, side channels) and how it is tested: docs/sandbox.md."""
 
 from kt_train.sandbox.boundary import SandboxUnavailable
-from kt_train.sandbox.config import UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
+from kt_train.sandbox.config import DEFAULT_TIMEOUT_S, UID_BASE, SandboxConfig, SandboxJob, SandboxResult, Verdict
 from kt_train.sandbox.explain import explain
 from kt_train.sandbox.pool import SandboxPool, call_function, run_code, run_job
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "UID_BASE",
     "SandboxConfig",
     "SandboxJob",

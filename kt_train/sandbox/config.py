@@ -22,12 +22,16 @@ class Verdict(enum.StrEnum):
     KILLED = "killed"
 
 
+DEFAULT_TIMEOUT_S = 5.0
+"""CPU seconds a job may use unless told otherwise (the RTCE paper's limit per traced run)."""
+
+
 @dataclass(frozen=True)
 class SandboxConfig:
     """Limits of one job."""
 
     timeout_s: float = field(
-        default=5.0,
+        default=DEFAULT_TIMEOUT_S,
         metadata={
             "help": "CPU-time limit of a job in seconds (user + system time of its process and the children it "
             "waited for): what decides `timeout`, whatever the machine's load",

@@ -232,3 +232,20 @@ def test_round_trips_on_all_250_benchmark_inputs() -> None:
         except ValueError:
             decoded = None
         assert float_ae.exact(x) == (decoded == x), item.id
+
+
+def test_every_algorithm_states_its_facts_once_on_its_record() -> None:
+    """Labels, the paper's column order and the prompt facts come from the registry; a paper prompt of each
+    algorithm says its own answer type, and no algorithm falls back to a generic one."""
+    from tracegen.algorithms import PAPER_ORDER, algorithm_label, algorithms_for
+    from tracegen.tasks import Task, task_prompt
+
+    assert PAPER_ORDER == ("ae", "lzw", "rle", "huffman")
+    assert [algorithm_label(name) for name in PAPER_ORDER] == ["AE", "LZW", "RLE", "HUFFMAN"]
+    for target in ("triple", "bytes"):
+        for algorithm in algorithms_for(target).values():
+            facts = algorithm.prompt
+            assert facts.z_type and facts.z_text and facts.answer_type and facts.blind_names
+            prompt = task_prompt(algorithm, Task.OUTPUT_PRED, "abc", algorithm.freq("abc"))
+            assert f'The "output" value must be of type: {facts.answer_type}.' in prompt
+            assert f"`return` ({facts.z_type}): {facts.z_text}" in prompt

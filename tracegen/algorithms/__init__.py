@@ -1,14 +1,23 @@
-"""The four RTCE compression algorithms (LZW, arithmetic encoding, RLE, Huffman) and their registry."""
+"""The four RTCE compression algorithms (LZW, arithmetic encoding, RLE, Huffman) and their registry: every list of
+algorithm names, every label and every prompt fact is read from here (an algorithm is its module and its entry)."""
 
 from __future__ import annotations
 
 from tracegen.algorithms import arithmetic, huffman, lzw, rle
 from tracegen.algorithms.arithmetic import ae_roundtrips
-from tracegen.algorithms.base import Algorithm, char_counts, to_jsonable
+from tracegen.algorithms.base import Algorithm, PromptFacts, char_counts, to_jsonable
 
 ALGORITHMS: dict[str, Algorithm] = {
     alg.name: alg for alg in (lzw.ALGORITHM, arithmetic.ALGORITHM, rle.ALGORITHM, huffman.ALGORITHM)
 }
+"""Name -> algorithm, in the order corpora are generated."""
+PAPER_ORDER = tuple(sorted(ALGORITHMS, key=lambda name: ALGORITHMS[name].paper_column))
+"""The names in the order of the paper's tables (reports and evaluations use it)."""
+
+
+def algorithm_label(name: str) -> str:
+    """`name` as the paper's tables write it (an unknown name upper-cased)."""
+    return ALGORITHMS[name].label if name in ALGORITHMS else name.upper()
 
 
 HUFFMAN_TARGETS = ("triple", "bytes")
@@ -35,8 +44,11 @@ def algorithms_for(huffman_target: str = "triple") -> dict[str, Algorithm]:
 __all__ = [
     "ALGORITHMS",
     "HUFFMAN_TARGETS",
+    "PAPER_ORDER",
     "Algorithm",
+    "PromptFacts",
     "ae_roundtrips",
+    "algorithm_label",
     "algorithms_for",
     "char_counts",
     "get_algorithm",

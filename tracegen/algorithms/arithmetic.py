@@ -28,7 +28,7 @@ import string
 from fractions import Fraction
 from typing import Any
 
-from tracegen.algorithms.base import Algorithm, char_counts, check_freq, is_int
+from tracegen.algorithms.base import Algorithm, PromptFacts, char_counts, check_freq, is_int
 
 ENCODER_SOURCE = """\
 def main_solution(uncompressed):
@@ -211,6 +211,8 @@ def from_json(value: Any) -> float:
 
 ALGORITHM = Algorithm(
     name="ae",
+    label="AE",
+    paper_column=0,
     description=(
         "Arithmetic encoding: the text plus an EOF marker narrows [0, 1) by symbol frequencies "
         "and is replaced by the midpoint of the final interval."
@@ -222,5 +224,26 @@ ALGORITHM = Algorithm(
     encoder_template=ENCODER_SOURCE,
     decoder_template=DECODER_SOURCE,
     from_json=from_json,
+    prompt=PromptFacts(
+        z_type="float",
+        z_text="A number in [0, 1) representing the arithmetic-encoded form of the input string.",
+        answer_type="float (e.g. 0.4137)",
+        blind_names={
+            "uncompressed": "x",
+            "compressed": "x",
+            "freq": "p",
+            "total": "t",
+            "symbols": "ks",
+            "cum_counts": "cc",
+            "running": "m",
+            "sym": "k",
+            "low": "lo",
+            "high": "hi",
+            "width": "w",
+            "scaled": "sc",
+            "result": "r",
+            "symbol": "y",
+        },
+    ),
     exact=ae_roundtrips,
 )

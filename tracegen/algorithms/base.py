@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 FREQ_PLACEHOLDER = "FREQ_DICT"
@@ -53,10 +53,27 @@ def always_exact(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class PromptFacts:
+    """What the paper-framed prompts say about an algorithm's encoded form z, and how the release blinds its code."""
+
+    z_type: str = field(metadata={"help": "z's type in the listing's I/O requirements"})
+    z_text: str = field(metadata={"help": "z's description there"})
+    answer_type: str = field(metadata={"help": "the JSON type an answer that gives z must have, with an example"})
+    blind_names: Mapping[str, str] = field(
+        default_factory=dict, metadata={"help": "identifier -> neutral name (the release's blinded listings)"}
+    )
+    blind_strings: Mapping[str, str] = field(
+        default_factory=dict, metadata={"help": "string literal text that names the encoding -> neutral text"}
+    )
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """One RTCE compression algorithm: plain functions plus the main_solution source texts shown to models."""
 
     name: str
+    label: str  # as reports and the paper's tables write it
+    paper_column: int  # its column in the paper's tables (reports order algorithms by it)
     description: str
     needs_freq: bool
     freq: Callable[[str], dict[str, int] | None]
@@ -65,6 +82,7 @@ class Algorithm:
     encoder_template: str
     decoder_template: str
     from_json: Callable[[Any], Any]
+    prompt: PromptFacts
     exact: Callable[[str], bool] = always_exact
     variant: str = ""  # "" for the paper's listing; "bytes": Huffman's release target (z = the packed bytes)
 

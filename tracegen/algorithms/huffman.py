@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, NamedTuple
 
-from tracegen.algorithms.base import Algorithm, char_counts, check_freq, is_int
+from tracegen.algorithms.base import Algorithm, PromptFacts, char_counts, check_freq, is_int
 
 ENCODER_SOURCE = """\
 def main_solution(uncompressed):
@@ -177,8 +177,17 @@ def _decode_checked(z: Any, freq: dict[str, int] | None) -> str:
     return decode(z, check_freq(freq) if freq is not None else None)
 
 
+BLIND_NAMES = {
+    "uncompressed": "x", "compressed": "x", "freq": "p", "Node": "N", "heap": "h", "codebook": "cb", "walk": "wk",
+    "node": "nd", "prefix": "pre", "bitstr": "bs", "padding": "pad", "encoded_bytes": "eb", "root": "rt",
+    "total": "t", "result": "res", "sym": "k", "f": "v", "bit": "q",
+}  # fmt: skip
+BLIND_STRINGS = {"'Node'": "'N'"}
+
 ALGORITHM = Algorithm(
     name="huffman",
+    label="HUFFMAN",
+    paper_column=3,
     description=(
         "Huffman coding: symbols get prefix-free bit codes from a tree built on their counts, "
         "and the bitstring is packed into bytes with zero padding."
@@ -190,6 +199,14 @@ ALGORITHM = Algorithm(
     encoder_template=ENCODER_SOURCE,
     decoder_template=DECODER_SOURCE,
     from_json=from_json,
+    prompt=PromptFacts(
+        z_type="tuple",
+        z_text="A tuple (encoded_bytes, codebook, padding): the Huffman-coded bits packed into bytes (a list of int), "
+        "the codebook (a dict from symbol to bit string) and the number of zero bits padded at the end (an int).",
+        answer_type='[list of int, dict of str to str, int] (e.g. [[180], {"a": "0", "b": "10", "c": "11"}, 3])',
+        blind_names=BLIND_NAMES,
+        blind_strings=BLIND_STRINGS,
+    ),
 )
 
 BYTES_ENCODER_SOURCE = ENCODER_SOURCE.replace("        return [], {}, 0\n", "        return []\n").replace(
@@ -256,6 +273,8 @@ def bytes_from_json(value: Any) -> list[int]:
 
 BYTES_ALGORITHM = Algorithm(
     name="huffman",
+    label="HUFFMAN",
+    paper_column=3,
     description=ALGORITHM.description + " Target `bytes`: z is the packed bytes only.",
     needs_freq=True,
     freq=char_counts,
@@ -264,5 +283,12 @@ BYTES_ALGORITHM = Algorithm(
     encoder_template=BYTES_ENCODER_SOURCE,
     decoder_template=BYTES_DECODER_SOURCE,
     from_json=bytes_from_json,
+    prompt=PromptFacts(
+        z_type="list of int",
+        z_text="A list of integers: the Huffman-coded bits packed into bytes, zero-padded.",
+        answer_type="list of int (e.g. [102, 114, 111])",
+        blind_names=BLIND_NAMES,
+        blind_strings=BLIND_STRINGS,
+    ),
     variant="bytes",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracegen.algorithms.base import Algorithm, is_int
+from tracegen.algorithms.base import Algorithm, PromptFacts, is_int
 
 ENCODER_SOURCE = """\
 def main_solution(uncompressed):
@@ -110,6 +110,8 @@ def from_json(value: Any) -> list[int]:
 
 ALGORITHM = Algorithm(
     name="lzw",
+    label="LZW",
+    paper_column=1,
     description="Lempel-Ziv-Welch compression: the text is replaced by a list of integer dictionary codes.",
     needs_freq=False,
     freq=lambda text: None,
@@ -118,4 +120,18 @@ ALGORITHM = Algorithm(
     encoder_template=ENCODER_SOURCE,
     decoder_template=DECODER_SOURCE,
     from_json=from_json,
+    prompt=PromptFacts(
+        z_type="list of int",
+        z_text="A list of integer codes representing the LZW-compressed form of the input string.",
+        answer_type="list of int (e.g. [97, 98, 256])",
+        blind_names={
+            "uncompressed": "x",
+            "compressed": "x",
+            "dict_size": "n",
+            "dictionary": "d",
+            "result": "r",
+            "entry": "e",
+        },
+        blind_strings={"Bad compressed k": "Bad k"},
+    ),
 )

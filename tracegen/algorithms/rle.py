@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracegen.algorithms.base import Algorithm, is_int
+from tracegen.algorithms.base import Algorithm, PromptFacts, is_int
 
 ENCODER_SOURCE = """\
 def main_solution(uncompressed):
@@ -66,6 +66,8 @@ def from_json(value: Any) -> list[tuple[str, int]]:
 
 ALGORITHM = Algorithm(
     name="rle",
+    label="RLE",
+    paper_column=2,
     description="Run-length encoding: the text is replaced by a list of (symbol, run length) pairs.",
     needs_freq=False,
     freq=lambda text: None,
@@ -74,4 +76,17 @@ ALGORITHM = Algorithm(
     encoder_template=ENCODER_SOURCE,
     decoder_template=DECODER_SOURCE,
     from_json=from_json,
+    prompt=PromptFacts(
+        z_type="list of tuple",
+        z_text="A list of (char, count) tuples representing the run-length encoded string.",
+        answer_type='list of [str, int] pairs (e.g. [["a", 3], ["b", 2]])',
+        blind_names={
+            "uncompressed": "x",
+            "compressed": "x",
+            "result": "r",
+            "prev_char": "a",
+            "count": "b",
+            "char": "a",
+        },
+    ),
 )

@@ -21,7 +21,7 @@ import numpy as np
 
 from eval.bootstrap import entry_seed, paired_bootstrap_ci
 from eval.metrics import canonical_json
-from eval.rtce.report import (
+from eval.rtce.vocabulary import (
     ALGORITHM_ORDER,
     FEW_ITEMS,
     TASK_ORDER,

@@ -13,7 +13,7 @@ from typing import Any
 
 from eval.plotting import count, figure, heading, joined, save, style
 from eval.rtce.learning import checkpoint_points
-from eval.rtce.report import (
+from eval.rtce.vocabulary import (
     ALGORITHM_ORDER,
     LENGTH_BINS,
     TASK_ORDER,

@@ -9,27 +9,37 @@ x item x algorithm with `op_pass`, `ip_pass`, `roundtrip_pass`).
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import pairwise
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kt_train.stages import SUMMARY_FILE
-from tracegen.algorithms import PAPER_ORDER, algorithm_label
-from tracegen.tasks import Task
-
-Row = Mapping[str, Any]
-
-ALGORITHM_ORDER = PAPER_ORDER
-TASK_ORDER = tuple(task.value for task in Task)
-TABLE3_METRICS = (("em", "EM"), ("es", "ES"), ("pass@5", "P@5"))
-LENGTH_EDGES = (16, 32, 64, 128, 256)  # input-length bins (lo, hi], open at both ends
-LENGTH_BINS = (
-    f"<={LENGTH_EDGES[0]}",
-    *(f"{lo + 1}-{hi}" for lo, hi in pairwise(LENGTH_EDGES)),
-    f">{LENGTH_EDGES[-1]}",
+from eval.rtce import plots
+from eval.rtce.learning import checkpoint_points, learning_table
+from eval.rtce.vocabulary import (
+    ALGORITHM_ORDER,
+    CATEGORY_PLOT_FILE,
+    FEW_ITEMS,
+    FEW_MARK,
+    FEW_NOTE,
+    LENGTH_PLOT_FILE,
+    STEP_PLOT_FILE,
+    TASK_ORDER,
+    Row,
+    algorithm_label,
+    group_by,
+    length_bins,
+    mean_of,
+    ordered,
+    pass_metric,
+    radial_plot_file,
+    series_keys,
+    several_temperatures,
+    sorted_records,
+    task_label,
 )
+from kt_train.stages import SUMMARY_FILE
+
+TABLE3_METRICS = (("em", "EM"), ("es", "ES"), ("pass@5", "P@5"))
 ROUNDTRIP_COLUMNS = (
     "model",
     "temperature",
@@ -42,81 +52,6 @@ ROUNDTRIP_COLUMNS = (
     "both_pass_roundtrip_fail",
 )
 REPORT_FILE = "report.md"
-LENGTH_PLOT_FILE = "length_vs_pass.png"
-CATEGORY_PLOT_FILE = "category_difficulty.png"
-STEP_PLOT_FILE = "heldout_vs_step.png"
-FEW_ITEMS = 30  # fewer items than this: too few to tell differences apart
-FEW_MARK = "†"
-FEW_NOTE = f"{FEW_MARK} fewer than {FEW_ITEMS} items: too few to tell differences apart.\n"
-
-
-def radial_plot_file(algorithm: str) -> str:
-    return f"radial_{algorithm}.png"
-
-
-# --- ordering and labels ---------------------------------------------------------------------------------------------
-
-
-def task_label(name: str) -> str:
-    try:
-        return Task(name).label
-    except ValueError:
-        return name
-
-
-def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
-    """The distinct `values`: those in `order` first, in its order, then the others sorted."""
-    present = set(values)
-    return [v for v in order if v in present] + sorted(present - set(order))
-
-
-def series_keys(records: Iterable[Row]) -> list[tuple[str, float]]:
-    """The (model, temperature) pairs: models in first-seen order, temperatures ascending within a model."""
-    models: dict[str, set[float]] = {}
-    for record in records:
-        models.setdefault(record["model"], set()).add(record["temperature"])
-    return [(model, t) for model, temps in models.items() for t in sorted(temps)]
-
-
-def series_label(model: str, temperature: float, several_temperatures: bool) -> str:
-    return f"{model} T={temperature:g}" if several_temperatures else model
-
-
-def several_temperatures(records: Iterable[Row]) -> bool:
-    return len({r["temperature"] for r in records}) > 1
-
-
-def pass_metric(records: Sequence[Row]) -> str:
-    """`pass@5` when every record has it, else `pass@1` (n < 5 somewhere): one metric for every comparison."""
-    return "pass@5" if records and all(r.get("pass@5") is not None for r in records) else "pass@1"
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _group(records: Iterable[Row], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Row]]:
-    groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
-    for record in records:
-        groups[tuple(record[k] for k in keys)].append(record)
-    return groups
-
-
-def _sorted(records: list[dict[str, Any]], extra: Callable[[Row], Any] = lambda r: 0) -> list[dict[str, Any]]:
-    """By model (first seen), temperature, algorithm (paper order), task (where present), then `extra`."""
-    models = {model: i for i, model in enumerate(dict.fromkeys(r["model"] for r in records))}
-    algorithms = {a: i for i, a in enumerate(ordered((r["algorithm"] for r in records), ALGORITHM_ORDER))}
-    tasks = {t: i for i, t in enumerate(ordered((r.get("task", "") for r in records), TASK_ORDER))}
-    return sorted(
-        records,
-        key=lambda r: (
-            models[r["model"]],
-            r["temperature"],
-            algorithms[r["algorithm"]],
-            tasks[r.get("task", "")],
-            extra(r),
-        ),
-    )
 
 
 # --- aggregates ------------------------------------------------------------------------------------------------------
@@ -126,7 +61,7 @@ def aggregate(rows: Iterable[Row]) -> list[dict[str, Any]]:
     """One record per (model, temperature, algorithm, task): EM and ES over all completions, mean pass@1, pass@5 and
     any@5 over the rows that have them (None when none has)."""
     records = []
-    for (model, temperature, algorithm, task), group in _group(
+    for (model, temperature, algorithm, task), group in group_by(
         rows, ("model", "temperature", "algorithm", "task")
     ).items():
         em = [float(x) for r in group for x in r["em"]]
@@ -140,16 +75,16 @@ def aggregate(rows: Iterable[Row]) -> list[dict[str, Any]]:
                 "task": task,
                 "n_items": len({r["item_id"] for r in group}),
                 "samples": len(em),
-                "em": _mean(em),
-                "es": _mean(es),
-                "pass@1": _mean([float(r["pass@1"]) for r in group]),
-                "pass@5": _mean([float(r["pass@5"]) for r in group if r.get("pass@5") is not None]),
-                "any@5": _mean([float(r["any@5"]) for r in group if r.get("any@5") is not None]),
+                "em": mean_of(em),
+                "es": mean_of(es),
+                "pass@1": mean_of([float(r["pass@1"]) for r in group]),
+                "pass@5": mean_of([float(r["pass@5"]) for r in group if r.get("pass@5") is not None]),
+                "any@5": mean_of([float(r["any@5"]) for r in group if r.get("any@5") is not None]),
                 "inexact_labels": sum(not r.get("label_exact", True) for r in group),
             }
             | _mode_figures(group)
         )
-    return _sorted(records)
+    return sorted_records(records)
 
 
 def _mode_figures(group: Sequence[Row]) -> dict[str, float | None]:
@@ -157,9 +92,9 @@ def _mode_figures(group: Sequence[Row]) -> dict[str, float | None]:
     figures: dict[str, float | None] = {}
     for mode in ("strict", "release"):
         if all(f"em_{mode}" in r for r in group):
-            figures[f"em_{mode}"] = _mean([float(x) for r in group for x in r[f"em_{mode}"]])
+            figures[f"em_{mode}"] = mean_of([float(x) for r in group for x in r[f"em_{mode}"]])
             passes = [float(r[f"pass@5_{mode}"]) for r in group if r.get(f"pass@5_{mode}") is not None]
-            figures[f"pass@5_{mode}"] = _mean(passes)
+            figures[f"pass@5_{mode}"] = mean_of(passes)
     return figures
 
 
@@ -167,7 +102,7 @@ def roundtrip_summary(records: Iterable[Row]) -> list[dict[str, Any]]:
     """Counts per (model, temperature, algorithm); `both_pass_roundtrip_fail`: O/P Pred and I/P Pred both right, yet
     the model's decoding of its own encoding is not x (the paper's headline finding)."""
     out = []
-    for (model, temperature, algorithm), group in _group(records, ("model", "temperature", "algorithm")).items():
+    for (model, temperature, algorithm), group in group_by(records, ("model", "temperature", "algorithm")).items():
         op = [bool(r["op_pass"]) for r in group]
         ip = [bool(r["ip_pass"]) for r in group]
         rt = [bool(r["roundtrip_pass"]) for r in group]
@@ -184,34 +119,7 @@ def roundtrip_summary(records: Iterable[Row]) -> list[dict[str, Any]]:
                 "both_pass_roundtrip_fail": sum(o and i and not r for o, i, r in zip(op, ip, rt)),
             }
         )
-    return _sorted(out)
-
-
-def length_bin(length: int) -> str:
-    """The LENGTH_BINS label of `length`."""
-    return LENGTH_BINS[sum(length > edge for edge in LENGTH_EDGES)]
-
-
-def length_bins(rows: Sequence[Row], metric: str | None = None) -> list[dict[str, Any]]:
-    """Mean pass per (algorithm, model, temperature, length bin) with the number of items and rows in the bin."""
-    metric = metric or pass_metric(rows)
-    out = []
-    for (algorithm, model, temperature, label), group in _group(
-        [{**r, "bin": length_bin(int(r["input_length"]))} for r in rows], ("algorithm", "model", "temperature", "bin")
-    ).items():
-        values = [float(r[metric]) for r in group if r.get(metric) is not None]
-        out.append(
-            {
-                "algorithm": algorithm,
-                "model": model,
-                "temperature": temperature,
-                "bin": label,
-                "items": len({r["item_id"] for r in group}),
-                "rows": len(values),
-                "mean": _mean(values),
-            }
-        )
-    return _sorted(out, extra=lambda r: LENGTH_BINS.index(r["bin"]))
+    return sorted_records(out)
 
 
 def category_difficulty(rows: Sequence[Row], metric: str | None = None) -> list[dict[str, Any]]:
@@ -219,7 +127,7 @@ def category_difficulty(rows: Sequence[Row], metric: str | None = None) -> list[
     metric = metric or pass_metric(rows)
     tasks = {t: i for i, t in enumerate(ordered((r["task"] for r in rows), TASK_ORDER))}
     out = []
-    for (family, category, task), group in _group(rows, ("family", "category", "task")).items():
+    for (family, category, task), group in group_by(rows, ("family", "category", "task")).items():
         values = [float(r[metric]) for r in group if r.get(metric) is not None]
         out.append(
             {
@@ -228,7 +136,7 @@ def category_difficulty(rows: Sequence[Row], metric: str | None = None) -> list[
                 "task": task,
                 "items": len({r["item_id"] for r in group}),
                 "rows": len(values),
-                "mean": _mean(values),
+                "mean": mean_of(values),
             }
         )
     return sorted(out, key=lambda r: (r["family"], r["category"], tasks[r["task"]]))
@@ -243,7 +151,7 @@ def easiest_hardest(
     metric = metric or pass_metric(rows)
     chosen = [r for r in rows if algorithm is None or r["algorithm"] == algorithm]
     inputs = []
-    for (item_id,), group in _group(chosen, ("item_id",)).items():
+    for (item_id,), group in group_by(chosen, ("item_id",)).items():
         values = [float(r[metric]) for r in group if r.get(metric) is not None]
         if values:
             first = group[0]
@@ -322,7 +230,7 @@ def table3_markdown(aggregated: Sequence[Row]) -> str:
         for algorithm in ordered((r["algorithm"] for r in mine), ALGORITHM_ORDER):
             records = [index.get((model, temperature, algorithm, t)) for t in tasks]
             values = [r.get(key) for r in records if r is not None for key, _ in TABLE3_METRICS]
-            average = _mean([v for v in values if v is not None])
+            average = mean_of([v for v in values if v is not None])
             lead = [model, *([f"{temperature:g}"] if temps else []), algorithm_label(algorithm)]
             body.append([*lead, *(cell for r in records for cell in _task_cells(r)), _pct(average)])
     return "\n".join(_table(header, body, 3 if temps else 2)) + "\n" + _footnote(aggregated)
@@ -488,9 +396,6 @@ def write_report(
     k: int = 5,
 ) -> dict[str, Any]:
     """Write summary.json, report.md and the PNGs into `output_dir`; return the summary."""
-    from eval.rtce import plots
-    from eval.rtce.learning import checkpoint_points, learning_table
-
     if not rows:
         raise ValueError("no scored rows to report")
     output = Path(output_dir)
@@ -532,15 +437,15 @@ def headline_scalars(summary: Mapping[str, Any]) -> dict[str, float]:
     inputs whose round trip failed although both tasks passed (`.../roundtrip/both_pass_roundtrip_fail`)."""
     metrics = ["em", "es", "pass@1", *(["pass@5"] if summary["pass_metric"] == "pass@5" else [])]
     scalars: dict[str, float] = {}
-    for (model, temperature), group in _group(summary["aggregated"], ("model", "temperature")).items():
+    for (model, temperature), group in group_by(summary["aggregated"], ("model", "temperature")).items():
         prefix = f"{model}/T{temperature}"
-        per_task = [(key[0], records) for key, records in _group(group, ("task",)).items()]
+        per_task = [(key[0], records) for key, records in group_by(group, ("task",)).items()]
         for name, records in [("all", group), *per_task]:
             for metric in metrics:
-                value = _mean([r[metric] for r in records if r.get(metric) is not None])
+                value = mean_of([r[metric] for r in records if r.get(metric) is not None])
                 if value is not None:
                     scalars[f"{prefix}/{name}/{metric}"] = value
-    for (model, temperature), group in _group(summary["roundtrip"], ("model", "temperature")).items():
+    for (model, temperature), group in group_by(summary["roundtrip"], ("model", "temperature")).items():
         inputs = sum(r["inputs"] for r in group)
         if inputs:
             failed = sum(r["both_pass_roundtrip_fail"] for r in group) / inputs
@@ -568,7 +473,7 @@ def log_to_wandb(
     run = start_wandb_run(project, output, {"title": summary["title"], **summary["settings"]}, "rtce-eval", group)
     try:
         scores = [
-            {**r, "em": _mean([float(x) for x in r["em"]]), "es": _mean([float(x) for x in r["es"]])} for r in rows
+            {**r, "em": mean_of([float(x) for x in r["em"]]), "es": mean_of([float(x) for x in r["es"]])} for r in rows
         ]
         score_columns = ["id", "model", "temperature", "algorithm", "task", "family", "category", "input_length", "n"]
         run.log(
@@ -586,39 +491,21 @@ def log_to_wandb(
 
 
 __all__ = [
-    "ALGORITHM_ORDER",
-    "CATEGORY_PLOT_FILE",
-    "FEW_ITEMS",
-    "LENGTH_BINS",
-    "LENGTH_PLOT_FILE",
     "REPORT_FILE",
     "ROUNDTRIP_COLUMNS",
-    "STEP_PLOT_FILE",
     "SUMMARY_FILE",
-    "TASK_ORDER",
-    "Row",
     "aggregate",
-    "algorithm_label",
     "category_difficulty",
     "category_markdown",
     "easiest_hardest",
     "few_items",
     "headline_scalars",
     "inputs_markdown",
-    "length_bin",
-    "length_bins",
     "log_to_wandb",
-    "ordered",
-    "pass_metric",
-    "radial_plot_file",
     "report_markdown",
     "roundtrip_markdown",
     "roundtrip_summary",
-    "series_keys",
-    "series_label",
-    "several_temperatures",
     "table3_markdown",
     "table4_markdown",
-    "task_label",
     "write_report",
 ]

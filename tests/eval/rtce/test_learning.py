@@ -12,7 +12,8 @@ import pytest
 
 from eval.bootstrap import entry_seed
 from eval.rtce.learning import checkpoint_points, fixed_answers, learning_markdown, learning_table
-from eval.rtce.report import STEP_PLOT_FILE, aggregate, table3_markdown, write_report
+from eval.rtce.report import aggregate, table3_markdown, write_report
+from eval.rtce.vocabulary import STEP_PLOT_FILE
 
 
 def _row(

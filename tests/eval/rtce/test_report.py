@@ -12,18 +12,17 @@ from eval.rtce.report import (
     aggregate,
     category_difficulty,
     easiest_hardest,
-    length_bin,
     log_to_wandb,
-    pass_metric,
     roundtrip_markdown,
     roundtrip_summary,
     table3_markdown,
     table4_markdown,
     write_report,
 )
+from eval.rtce.vocabulary import ALGORITHM_ORDER, length_bin, pass_metric
 from tests.wandb_records import run_records
 
-ALGORITHMS = ("ae", "lzw", "rle", "huffman")
+ALGORITHMS = ALGORITHM_ORDER
 TASKS = ("output_pred", "output_pred_inv", "input_pred", "input_pred_inv")
 
 

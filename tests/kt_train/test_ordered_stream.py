@@ -35,6 +35,7 @@ def test_first_rows_that_fill_the_run_are_refused() -> None:
         ordered_stream(rows("copy", 2), rows("row", 0), total=5, seed=0)
 
 
+@pytest.mark.slow
 def test_the_trainer_reads_the_stream_in_order(tmp_path: Path) -> None:
     stream = ordered_stream(rows("copy", 3), rows("row", 5), total=8, seed=1)
     args = TrainingArguments(

@@ -121,6 +121,7 @@ for i in range(300):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drop", [True, False], ids=["own-uid", "worker-uid"])
 @pytest.mark.parametrize("tail", ["time.sleep(0.5)", "time.sleep(100)"], ids=["returns", "times-out"])
 def test_fork_bomb_leaves_no_descendant(tail: str, drop: bool) -> None:
@@ -347,6 +348,7 @@ def test_sleeping_is_not_cpu_time_and_the_wall_clock_is_a_safety_net() -> None:
     assert 2.0 <= stuck.duration_s < 4.0, stuck
 
 
+@pytest.mark.slow
 def test_the_verdict_does_not_depend_on_load() -> None:
     """A job that needs about 0.3 s of CPU, with a limit of twice that, while seven other workers' jobs share its CPU
     (each worker has a cgroup of its own, so the load that slows a job down is other sandbox jobs): its wall time is

@@ -78,6 +78,7 @@ def test_a_bfloat16_model_is_compared_to_two_units_in_the_last_place() -> None:
     assert reload_tolerance(logits, "bfloat16") == 0.25  # ulp of bfloat16 in [16, 32) is 0.125
 
 
+@pytest.mark.slow
 def test_saved_weights_loaded_afresh_in_a_child_process_give_the_trained_outputs_or_fail_in_one_line(
     tmp_path: Path,
 ) -> None:

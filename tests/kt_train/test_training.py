@@ -109,6 +109,7 @@ def test_trained_rows_have_no_default_system_prompt(lora_run: tuple[SFTRun, Path
     assert text.startswith("<|im_start|>user\nWhat is ") and "SmolLM" not in text
 
 
+@pytest.mark.slow
 def test_kt_export_merge(
     lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]],
     tmp_path: Path,
@@ -147,6 +148,7 @@ def test_adapter_save_reload_merge_same_logits(lora_run: tuple[SFTRun, Path, dic
     assert not torch.allclose(_probe_logits(get_model(DEFAULT_MODEL, dtype="float32")), trained, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_resume_continues_the_step_count(lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]], tmp_path: Path):
     _, output, _ = lora_run
     resumed_dir = tmp_path / "resumed"
@@ -176,6 +178,7 @@ def test_a_finished_run_is_not_trained_further(lora_run: tuple[SFTRun, Path, dic
     assert json.loads((output / "trainer_state.json").read_text())["global_step"] == 2
 
 
+@pytest.mark.slow
 def test_other_settings_are_refused_then_started_afresh(
     lora_run: tuple[SFTRun, Path, dict[str, torch.Tensor]], tmp_path: Path
 ) -> None:
@@ -192,6 +195,7 @@ def test_other_settings_are_refused_then_started_afresh(
     assert [e["step"] for e in run.trainer.state.log_history if "loss" in e] == [1, 2]  # both trained now
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR", "WANDB_PROJECT"):
         monkeypatch.delenv(key, raising=False)
@@ -211,6 +215,7 @@ def test_wandb_offline_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert config["model_args"]["lora_target_modules"] == "all-linear" and config["learning_rate"] == 1e-3
 
 
+@pytest.mark.slow
 def test_a_resumed_run_logs_to_the_same_wandb_run_at_the_steps_it_trains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -291,6 +296,7 @@ def test_keep_freed_memory_on_glibc() -> None:
     assert keep_freed_memory()
 
 
+@pytest.mark.slow
 def test_evaluation_during_training_on_held_out_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """eval_strategy steps with eval_split_size: rows held out of training with the seed, eval_loss logged each
     eval_steps, to the trainer's history and to W&B (was: no evaluation during training, no eval split passed)."""

@@ -101,6 +101,7 @@ def test_unknown_yaml_key_fails(tmp_path: Path) -> None:
         parser_for(CONFIGS[0]).parse_args_and_config(["--config", str(config)])
 
 
+@pytest.mark.slow
 def test_broken_config_gives_one_error_line(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("output_dir: out\nlearning_rate_typo: 1\n")
@@ -222,6 +223,7 @@ def test_torch_threads_apply_to_the_recipe_and_the_processes_it_starts(
     assert launch(main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), "--torch_threads", "0"]) == 2
 
 
+@pytest.mark.slow
 def test_the_main_job_drops_fewer_than_5_percent_of_its_rows(tmp_path: Path) -> None:
     """`make demo`'s config: its corpus (same settings, fewer inputs: one per category) fits `max_length`; fewer
     than 5% of the rows dropped (was: 325 of 400 LZW rows over 1,280 tokens with the paper's full-length inputs)."""

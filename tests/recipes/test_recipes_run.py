@@ -43,6 +43,7 @@ def train_quickly(
     return lora_b
 
 
+@pytest.mark.slow
 def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
     out = tmp_path / "out"
@@ -70,6 +71,7 @@ def test_sft_kt_on_a_small_corpus_then_kt_eval_of_the_adapter(tmp_path: Path) ->
     assert settings["adapter_sha256"] == adapter_hash(out)
 
 
+@pytest.mark.slow
 def test_sft_kt_post_training_evaluation_logs_beside_the_training_run(tmp_path: Path) -> None:
     """The training run and its `kt eval kt` run (a separate process) are two W&B runs of the same project and group
     (was: the evaluation was not logged at all); the training run's config holds the script and model arguments, and

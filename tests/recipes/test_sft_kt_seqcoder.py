@@ -58,6 +58,7 @@ def test_the_cached_model_is_made_once_with_its_seed(cache: Path) -> None:
     assert not list((cache / "models").glob(".seqcoder-*"))  # no work folder left
 
 
+@pytest.mark.slow
 def test_seqcoder_tiny_trains_from_scratch_then_kt_eval_of_the_model(cache: Path, tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
     out = tmp_path / "out"
@@ -119,6 +120,7 @@ def test_an_unknown_size_is_refused(tmp_path: Path) -> None:
         launch(recipe.main, recipe.SCRIPT_ARGUMENTS, ["--output_dir", str(tmp_path), "--seqcoder_size", "huge"])
 
 
+@pytest.mark.slow
 def test_feed_ex_trains_on_programs_with_values_and_evaluates_with_the_interpreter(
     cache: Path, tmp_path: Path
 ) -> None:
@@ -227,6 +229,7 @@ def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
     assert recipe.rows_to_prepare(digits, steps) == math.ceil(2230 * 16 * 1.05) + expected - 114_240
 
 
+@pytest.mark.slow
 def test_a_run_whose_steps_read_more_rows_than_are_left_says_so(
     cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tracegen.algorithms import PromptFacts
 from tracegen.benchmark import HF_COLUMNS, build_benchmark
 from tracegen.tasks import TASKS, safe_decode
 
@@ -108,9 +109,10 @@ def test_full_250(tmp_path: Path) -> None:
 
 
 def test_fake_algorithms(tmp_path: Path) -> None:
-    class Identity:
+    class Identity:  # an algorithm states its prompt facts: no generic fallback describes z
         name = "identity"
         needs_freq = False
+        prompt = PromptFacts("str", "The same string.", 'str (e.g. "abc")', {"s": "x"})
 
         def freq(self, text):
             return None

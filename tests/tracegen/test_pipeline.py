@@ -39,6 +39,7 @@ def test_settings_are_validated_and_keyed() -> None:
             CorpusSettings(**bad)
 
 
+@pytest.mark.slow
 def test_small_build_then_cache_hit(tmp_path: Path) -> None:
     settings = CorpusSettings(seed=42, num_inputs=10, eval_fraction=0.3, template_max_steps=4)
     root = build_rtce_sft_corpus(tmp_path / "corpus", settings, workers=2, progress=False)

@@ -160,6 +160,7 @@ def test_long_output_shown_in_full() -> None:
     assert "..." not in encoded["trace"].splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_two_collections_identical(bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     summary = collect_traces(bench, tmp_path, workers=2, progress=False)
     assert summary == collected[1]
@@ -192,6 +193,7 @@ def _kt(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([kt, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_collect(bench: Path, tmp_path: Path) -> None:
     done = _kt("traces", "collect", "--benchmark", str(bench), "--output", str(tmp_path), "--workers", "2")
     assert done.returncode == 0, done.stderr
@@ -212,6 +214,7 @@ def _burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.slow
 def test_two_collections_identical_while_both_cores_are_loaded(
     bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -226,6 +229,7 @@ def test_two_collections_identical_while_both_cores_are_loaded(
     assert (tmp_path / TRACES_FILE).read_bytes() == (collected[0] / TRACES_FILE).read_bytes()
 
 
+@pytest.mark.slow
 def test_shards_merge_byte_identical_to_one_collection(
     bench: Path, collected: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -254,6 +258,7 @@ def test_a_rerun_with_other_settings_is_refused_unless_overwrite(bench: Path, tm
     assert {r["reason"] for r in _records(tmp_path)} >= {"too_long"}
 
 
+@pytest.mark.slow
 def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> None:
     from kt_train.records import count_failures
 
@@ -275,6 +280,7 @@ def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> Non
     assert all(count_failures(tmp_path / TRACES_FILE)[d] == 2 for d in decodes)  # traced again, and failed again
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_then_resume_gives_the_same_traces(
     bench: Path, timed_collection: tuple[Path, dict[str, Any], float], tmp_path: Path
 ) -> None:

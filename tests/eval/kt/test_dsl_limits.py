@@ -113,6 +113,7 @@ def test_costly_programs_stop_with_resource_in_2_s_and_256_mib(program: str) -> 
     assert seconds < 2.0 and peak < 256 * 2**20, (seconds, peak)
 
 
+@pytest.mark.slow
 def test_generated_programs_keep_their_verdict_and_bits() -> None:
     """The limits and the pricing never touch what the official generator writes: 100,000 sampled programs (~30 s)
     stay correct at their official bits."""

@@ -56,6 +56,7 @@ def test_deterministic_whatever_the_callers_threads(coder: LMiCCoder) -> None:
     assert torch.get_num_threads() == threads
 
 
+@pytest.mark.slow
 def test_small_windows_and_dna_grammar() -> None:
     """Windows of 16 tokens restart the model many times (mid-number too); max_value 7 allows one digit only; a
     two-character separator."""
@@ -136,6 +137,7 @@ def test_regular_codes_smaller_than_random(codes: dict[str, LMiCCode]) -> None:
     assert regular_rate < 0.5 * random_rate
 
 
+@pytest.mark.slow
 def test_round_trip_dna(coder: LMiCCoder) -> None:
     dna = DNA_128[:48]
     code = coder.encode(dna)

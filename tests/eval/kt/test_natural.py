@@ -187,6 +187,7 @@ def tone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_wav(tmp_path_factory.mktemp("tone") / "tone.wav", samples.astype(np.int16), rate=rate)
 
 
+@pytest.mark.slow
 def test_mfcc_coefficient_major(tone: Path, tmp_path: Path) -> None:
     import librosa
 

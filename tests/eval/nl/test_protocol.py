@@ -93,6 +93,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_two_runs_and_a_killed_then_resumed_one_hold_the_same_bytes(suite_dir: Path, tmp_path: Path) -> None:
     """Same seed, same bytes (issue 38: the records held each batch's timing)."""
     import subprocess

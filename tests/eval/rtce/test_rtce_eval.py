@@ -174,6 +174,7 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
     assert loads == ["base"] and json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
 
 
+@pytest.mark.slow
 def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benchmark: Path, tmp_path: Path) -> None:
     from peft import LoraConfig, get_peft_model
 

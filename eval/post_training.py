@@ -210,4 +210,23 @@ def checked_evaluations(names: Sequence[str], allowed: Mapping[str, Any] | Seque
     return list(names)
 
 
-__all__ = ["EVALUATIONS", "Evaluation", "TrainedModels", "checked_evaluations", "run_evaluation", "run_evaluations"]
+def rtce_learning_lead(evaluation: Path) -> str | None:
+    """Whether training helped (the evaluation's `learning` table, in words), to open the run's report; None before
+    an evaluation."""
+    from eval.rtce.learning import learning_markdown
+
+    summary = evaluation / "summary.json"
+    if not summary.is_file():
+        return None
+    return learning_markdown(json.loads(summary.read_text(encoding="utf-8")).get("learning", []))
+
+
+__all__ = [
+    "EVALUATIONS",
+    "Evaluation",
+    "TrainedModels",
+    "checked_evaluations",
+    "rtce_learning_lead",
+    "run_evaluation",
+    "run_evaluations",
+]

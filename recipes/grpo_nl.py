@@ -27,8 +27,14 @@ from datasets import Dataset
 from trl import ModelConfig
 
 from dsl.expr.rl_data import nl_rl_rows
-from dsl.expr.suite import SuiteConfig, build_suite, exclude_expressions, load_suite, suite_rows_file
-from eval.nl.protocol import without_shots
+from dsl.expr.suite import (
+    SuiteConfig,
+    build_suite,
+    exclude_expressions,
+    load_suite,
+    suite_rows_file,
+    without_shots,
+)
 from kt_train.configs import GRPOConfig, GRPOScriptArguments
 from kt_train.training.data import load_training_dataset
 from kt_train.training.grpo import run_grpo

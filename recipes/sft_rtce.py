@@ -39,6 +39,7 @@ from eval.post_training import (
     TrainedModels,
     checked_evaluations,
     eval_backend_field,
+    rtce_learning_lead,
     run_evaluations,
     training_wandb,
 )
@@ -206,17 +207,6 @@ def evaluated_adapters(
     return adapters, steps
 
 
-def learning_lead(evaluation: Path) -> str | None:
-    """Whether training helped (the evaluation's `learning` table, in words), to open the run's report; None before
-    an evaluation."""
-    from eval.rtce.learning import learning_markdown
-
-    summary = evaluation / "summary.json"
-    if not summary.is_file():
-        return None
-    return learning_markdown(json.loads(summary.read_text(encoding="utf-8")).get("learning", []))
-
-
 def run_datasets(
     corpus: Path, name: str, algorithms: list[str], script_args: RTCEScriptArguments
 ) -> tuple[Dataset, Dataset | None]:
@@ -252,7 +242,7 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
             run_evaluations(script_args.evaluations, trained, script_args)
         title = "RTCE SFT: " + ("one adapter for all algorithms" if SHARED in runs else "one adapter per algorithm")
         report = write_report(output, list(runs), title, output / "eval" / "report.md",
-                              learning_lead(output / "eval"))  # fmt: skip
+                              rtce_learning_lead(output / "eval"))  # fmt: skip
         print(f"adapters: {', '.join(str(output / name) for name in runs)}")
         print(f"report: {report}")
         wandb = [run for name in runs for run in wandb_runs(output / name)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import random
 from dataclasses import asdict, dataclass, field
@@ -19,8 +20,11 @@ from typing import Any
 
 from dsl.expr.domains import DOMAIN_NAMES, Domain, get_domain
 from dsl.expr.features import structural_features
-from dsl.expr.serialize import to_infix, to_json_ast, to_sexpr
+from dsl.expr.prompts import shot_expressions
+from dsl.expr.serialize import parse_infix, to_infix, to_json_ast, to_sexpr
 from dsl.expr.skeletons import count_skeletons, enumerate_skeletons, skeleton_id
+
+logger = logging.getLogger(__name__)
 
 SUITE_PARQUET = "data/train-00000-of-00001.parquet"
 LEGACY_SUITE_PARQUET = "suite.parquet"
@@ -297,6 +301,16 @@ def exclude_expressions(rows: list[dict[str, Any]], sexprs: set[str] | frozenset
     return [row for row in rows if row["sexpr"] not in sexprs]
 
 
+def without_shots(rows: list[dict[str, Any]], domain: str) -> list[dict[str, Any]]:
+    """The suite without any expression used as a prompt exemplar (the shot pool is disjoint from evaluation)."""
+    syntax = get_domain(domain).syntax
+    shots = {to_sexpr(parse_infix(text, syntax)) for text in shot_expressions(domain)}
+    kept = exclude_expressions(list(rows), shots)
+    if len(kept) < len(rows):
+        logger.warning("dropped %d suite expressions equal to a prompt exemplar", len(rows) - len(kept))
+    return kept
+
+
 __all__ = [
     "BASE_COLUMNS",
     "Suite",
@@ -310,5 +324,6 @@ __all__ = [
     "rows_fingerprint",
     "suite_report",
     "suite_rows_file",
+    "without_shots",
     "write_suite",
 ]

@@ -28,10 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from dsl.expr.domains import get_domain
-from dsl.expr.prompts import extractor_prompt, generator_prompt, shot_expressions
-from dsl.expr.serialize import parse_infix, parse_sexpr, to_sexpr
-from dsl.expr.suite import exclude_expressions, load_suite
+from dsl.expr.prompts import extractor_prompt, generator_prompt
+from dsl.expr.serialize import parse_sexpr
+from dsl.expr.suite import load_suite, without_shots
 from eval.nl.config import NLRunConfig
 from eval.nl.guard import GuardConfig, check_word_problem, clean_word_problem
 from eval.nl.lexicon import r_math
@@ -95,16 +94,6 @@ def select_expressions(rows: Sequence[dict[str, Any]], count: int | None, seed: 
                 chosen.append(queue.pop(0))
     order = {row["id"]: i for i, row in enumerate(rows)}
     return sorted(chosen, key=lambda r: order[r["id"]])
-
-
-def without_shots(rows: Sequence[dict[str, Any]], domain: str) -> list[dict[str, Any]]:
-    """The suite without any expression used as a prompt exemplar (the shot pool is disjoint from evaluation)."""
-    syntax = get_domain(domain).syntax
-    shots = {to_sexpr(parse_infix(text, syntax)) for text in shot_expressions(domain)}
-    kept = exclude_expressions(list(rows), shots)
-    if len(kept) < len(rows):
-        logger.warning("dropped %d suite expressions equal to a prompt exemplar", len(rows) - len(kept))
-    return kept
 
 
 def _file_stem(label: str) -> str:
@@ -401,5 +390,4 @@ __all__ = [
     "generate_word_problems",
     "run_nl",
     "select_expressions",
-    "without_shots",
 ]

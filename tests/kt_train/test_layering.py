@@ -45,3 +45,22 @@ def test_the_check_sees_lazy_imports(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from eval.kt import scoring\n    import tracegen.records\n")
     assert _imported_roots(module) == {"eval", "tracegen"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports by name (`from a.b import c` gives `a.b`), lazy imports included."""
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+    return modules
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "recipes").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_recipes_reach_evaluation_only_through_post_training(path: Path) -> None:
+    """A recipe wires data, training and the evaluation after training (`eval.post_training`); it imports no
+    evaluation protocol or scorer of its own (a data filter it needs belongs to the data package)."""
+    evaluation = {m for m in _imported_modules(path) if m == "eval" or m.startswith("eval.")}
+    assert evaluation <= {"eval.post_training"}, evaluation

@@ -10,9 +10,9 @@ import pytest
 
 from dsl.expr.prompts import shot_expressions
 from dsl.expr.serialize import ARITHMETIC, parse_infix, to_sexpr
-from dsl.expr.suite import SuiteConfig, build_suite, load_suite, write_suite
+from dsl.expr.suite import SuiteConfig, build_suite, load_suite, without_shots, write_suite
 from eval.nl.models import parse_participant, parser_extract
-from eval.nl.protocol import NLRunConfig, analysis_features, run_nl, select_expressions, without_shots
+from eval.nl.protocol import NLRunConfig, analysis_features, run_nl, select_expressions
 from kt_train.cli import main as kt_main
 from kt_train.stages import RunOptions
 

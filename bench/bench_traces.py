@@ -29,7 +29,7 @@ from benchutil import invocation, load_average, publish, run_header
 
 from kt_train.sandbox import SandboxConfig, SandboxPool
 from tracegen.algorithms import ALGORITHMS
-from tracegen.benchmark import build_benchmark
+from tracegen.benchmark import build_benchmark, read_corpus
 from tracegen.traces import (
     DEFAULT_MAX_LINES,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         benchmark = Path(args.benchmark) if args.benchmark else Path(tmp)
         if not args.benchmark:
             build_benchmark(benchmark, seed=42, num_inputs=args.inputs, progress=False)
-        corpus = json.loads((benchmark / "rtce.json").read_text(encoding="utf-8"))
+        corpus = read_corpus(benchmark)
         tasks = [t for t in build_tasks(corpus, ALGORITHMS) if t.skip_reason is None][: args.traces]
         runs = measure(tasks, args.repeats, args.workers)
         full = None if args.no_full else full_collection(benchmark, args.workers)

@@ -256,12 +256,17 @@ def release_items(release_dir: Path, algorithms: Mapping[str, Algorithm]) -> lis
     return items
 
 
-def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
-    """The unified corpus (`rtce.json`) of a benchmark folder, sorted by item id."""
+def read_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
+    """The unified corpus (`rtce.json`) of a benchmark folder, in the file's order: the one reader of that file."""
     path = Path(benchmark_dir) / CORPUS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
-    return sorted(json.loads(path.read_text(encoding="utf-8")), key=lambda item: item["id"])
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_corpus(benchmark_dir: Path | str) -> list[dict[str, Any]]:
+    """The unified corpus (`rtce.json`) of a benchmark folder, sorted by item id."""
+    return sorted(read_corpus(benchmark_dir), key=lambda item: item["id"])
 
 
 def load_summary(benchmark_dir: Path | str) -> dict[str, Any]:
@@ -279,5 +284,6 @@ __all__ = [
     "hf_rows",
     "load_corpus",
     "load_summary",
+    "read_corpus",
     "roundtrips",
 ]

@@ -106,7 +106,7 @@ def build_rtce_benchmark(
 ) -> tuple[Path, Path]:
     """The first stages of the default corpus under `output_dir`: the benchmark and the held-out ids (what GRPO
     needs); return their paths. Built once, reused after."""
-    from tracegen.benchmark import CORPUS_FILE, build_benchmark
+    from tracegen.benchmark import build_benchmark, read_corpus
 
     settings = settings or CorpusSettings()
     root = Path(output_dir)
@@ -125,7 +125,7 @@ def build_rtce_benchmark(
     )
     eval_ids_path = root / EVAL_IDS_FILE
     if not eval_ids_path.is_file():
-        items = json.loads((benchmark / CORPUS_FILE).read_text(encoding="utf-8"))
+        items = read_corpus(benchmark)
         eval_ids = choose_eval_ids(items, settings.eval_fraction, settings.seed)
         eval_ids_path.write_text(json.dumps(eval_ids, indent=1) + "\n", encoding="utf-8")
     if not (root / "settings.json").is_file():

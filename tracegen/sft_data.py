@@ -39,7 +39,6 @@ from kt_train.token_lengths import ChatTokenizer, length_card_section, length_st
 from tracegen.tasks import Task, dumps
 from tracegen.translate import TRANSLATIONS_FILE, answer_block
 
-CORPUS_FILE = "rtce.json"
 PARQUET_FILE = shard_names("train", 1)[0]
 COMBINED = "all"
 DEFAULT_MAX_CHARS = 32768
@@ -95,11 +94,10 @@ def _benchmark_prompts(benchmark_dir: Path | str | None) -> dict[tuple[str, str,
     """(item id, algorithm, task) -> prompt from rtce.json; empty without a benchmark."""
     if benchmark_dir is None:
         return {}
-    path = Path(benchmark_dir) / CORPUS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir}")
+    from tracegen.benchmark import read_corpus
+
     prompts = {}
-    for item in json.loads(path.read_text(encoding="utf-8")):
+    for item in read_corpus(benchmark_dir):
         for name, entry in item["algorithms"].items():
             for task, record in entry["tasks"].items():
                 prompts[item["id"], name, task] = record["prompt"]

@@ -48,7 +48,6 @@ from kt_train.sandbox import SandboxConfig, SandboxJob, SandboxPool, SandboxResu
 from kt_train.stages import SUMMARY_FILE, RunFolder, RunOptions, content_hash
 from tracegen.algorithms import Algorithm, algorithms_for
 
-CORPUS_FILE = "rtce.json"
 TRACES = "traces"
 TRACES_FILE = f"{TRACES}.jsonl"
 VERSION = 3
@@ -305,13 +304,11 @@ def collect_traces(
     `options.overwrite`. `config` defaults to the paper's 5 s (of CPU time) with room for large traces on stderr
     (`DEFAULT_MAX_OUTPUT_BYTES`); `registry` defaults to `tracegen.algorithms` with the benchmark's Huffman target.
     """
-    corpus_path = Path(benchmark_dir) / CORPUS_FILE
-    if not corpus_path.is_file():
-        raise FileNotFoundError(f"no {CORPUS_FILE} in {benchmark_dir} (build it with `kt rtce build`)")
-    corpus = json.loads(corpus_path.read_text(encoding="utf-8"))
-    if registry is None:  # the benchmark's own listings (Huffman's target)
-        from tracegen.benchmark import load_summary
+    from tracegen.benchmark import CORPUS_FILE, load_summary, read_corpus
 
+    corpus = read_corpus(benchmark_dir)
+    corpus_path = Path(benchmark_dir) / CORPUS_FILE
+    if registry is None:  # the benchmark's own listings (Huffman's target)
         registry = algorithms_for(load_summary(benchmark_dir).get("huffman_target", "triple"))
     unknown = sorted(set(algorithms or ()) - set(registry))
     if unknown:

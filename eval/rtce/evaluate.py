@@ -29,7 +29,7 @@ from eval.rtce.scoring import SCORING_MODES, ReleaseContext, Scoring, score_comp
 from kt_train.generation import FREE_BACKEND_OPTIONS, BackendOptions, GenerationBackend, SamplingConfig, make_backend
 from kt_train.records import write_jsonl
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
-from tracegen.benchmark import load_summary
+from tracegen.benchmark import CORPUS_FILE, load_summary
 from tracegen.tasks import Task
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def eval_settings(config: RTCEEvalConfig, selected: Sequence[RTCEItem]) -> dict[
     settings = {k: v for k, v in asdict(config).items() if k not in free}
     settings |= {"model_sha256": model_hash(config.model), "predictions_sha256": content_hash(config.predictions)}
     settings["adapters_sha256"] = {label: adapter_hash(path) for label, path in config.adapters.items()}
-    settings["benchmark_sha256"] = content_hash(Path(config.benchmark) / "rtce.json")
+    settings["benchmark_sha256"] = content_hash(Path(config.benchmark) / CORPUS_FILE)
     settings |= {"num_prompts": len(selected), "version": VERSION}
     return settings
 

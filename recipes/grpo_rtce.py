@@ -67,11 +67,15 @@ class RTCEGRPOScriptArguments(GRPOScriptArguments):
     eval_ids: str | None = field(
         default=None, metadata={"help": "with dataset_name: a file of held-out input ids to leave out"}
     )
-    corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
-    num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
-    eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
+    corpus_seed: int = field(
+        default=CorpusSettings.seed, metadata={"help": "default corpus: seed of the benchmark inputs"}
+    )
+    num_inputs: int = field(default=CorpusSettings.num_inputs, metadata={"help": "default corpus: benchmark inputs"})
+    eval_fraction: float = field(
+        default=CorpusSettings.eval_fraction, metadata={"help": "default corpus: share of inputs held out"}
+    )
     prompt_style: str = field(
-        default="paper",
+        default=CorpusSettings.prompt_style,
         metadata={"help": "default corpus: prompt style (paper, release-blind, demo)", "choices": PROMPT_STYLES},
     )
 

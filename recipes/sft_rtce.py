@@ -72,21 +72,28 @@ class RTCEScriptArguments(DataArguments):
         metadata={"help": "per_algorithm: one adapter per algorithm, in output_dir/<algorithm> (the paper); shared: "
                   "one adapter on every chosen algorithm's rows, in output_dir/all", "choices": ADAPTER_LAYOUTS},
     )  # fmt: skip
-    corpus_seed: int = field(default=42, metadata={"help": "default corpus: seed of the benchmark inputs"})
-    num_inputs: int = field(default=250, metadata={"help": "default corpus: benchmark inputs"})
-    eval_fraction: float = field(default=0.2, metadata={"help": "default corpus: share of inputs held out"})
+    corpus_seed: int = field(
+        default=CorpusSettings.seed, metadata={"help": "default corpus: seed of the benchmark inputs"}
+    )
+    num_inputs: int = field(default=CorpusSettings.num_inputs, metadata={"help": "default corpus: benchmark inputs"})
+    eval_fraction: float = field(
+        default=CorpusSettings.eval_fraction, metadata={"help": "default corpus: share of inputs held out"}
+    )
     prompt_style: str = field(
-        default="paper",
+        default=CorpusSettings.prompt_style,
         metadata={"help": "default corpus: prompt style (paper, release-blind, demo)", "choices": PROMPT_STYLES},
     )
-    template_max_steps: int = field(default=40, metadata={"help": "default corpus: steps each trace narration shows"})
+    template_max_steps: int = field(
+        default=CorpusSettings.template_max_steps,
+        metadata={"help": "default corpus: steps each trace narration shows"},
+    )
     input_lengths: list[int] | None = field(
         default=None,
         metadata={"help": "default corpus: [min, max] characters of each input, a window cut per input (None: the "
                   "paper's full inputs)"},
     )  # fmt: skip
     completions: str = field(
-        default="trace",
+        default=CorpusSettings.completions,
         metadata={"help": "default corpus: assistant turns, trace (narrated execution + answer), answer, or both",
                   "choices": COMPLETIONS},
     )  # fmt: skip

@@ -294,3 +294,19 @@ def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> Non
     assert script_args.max_steps_by_algorithm == {}  # RLE's steps do not apply when RLE is not trained
     with pytest.raises(ValueError, match="is a mapping"):
         parser_for(config).parse_args_and_config(["--config", str(config), "--max_steps_by_algorithm", "[3]"])
+
+
+@pytest.mark.parametrize("task", ["sft_rtce", "grpo_rtce"])
+def test_the_rtce_recipes_default_corpus_is_the_pipelines(task: str) -> None:
+    """The recipes restate no corpus default: each corpus field of their arguments defaults to CorpusSettings'."""
+    from tracegen.pipeline import CorpusSettings
+
+    recipe = load_recipe(task)
+    arguments = next(c for name, c in vars(recipe).items() if name.startswith("RTCE") and name.endswith("Arguments"))
+    defaults = {f.name: f.default for f in dataclasses.fields(arguments)}
+    corpus = {"seed": "corpus_seed"}
+    for field in dataclasses.fields(CorpusSettings):
+        name = corpus.get(field.name, field.name)
+        if name in defaults:
+            assert defaults[name] == field.default, name
+    assert {"corpus_seed", "num_inputs", "eval_fraction", "prompt_style"} <= set(defaults)

@@ -194,6 +194,27 @@ def options_from(config_class: type[C], args: argparse.Namespace, **fixed: Any) 
     return config_class(**values)
 
 
+_SIMPLE = (bool, int, float, str)
+
+
+def simple_types(annotation: Any) -> tuple[type, ...] | None:
+    """The types a number, flag or text field of this annotation accepts (a float field takes an int, an optional one
+    None); None for any other field (lists, mappings, enums: checked elsewhere or not at all)."""
+    if annotation in _SIMPLE:
+        return (int, float) if annotation is float else (annotation,)
+    arguments = get_args(annotation)
+    if get_origin(annotation) in (Union, types.UnionType) and arguments:
+        simple = [a for a in arguments if a is not type(None)]
+        if all(a in _SIMPLE for a in simple):
+            return (*(t for a in simple for t in ((int, float) if a is float else (a,))), type(None))
+    return None
+
+
+def fits(value: Any, accepted: tuple[type, ...]) -> bool:
+    """`value` is of one of the `accepted` types, a bool only where bool is one (YAML's `true` is no number)."""
+    return isinstance(value, accepted) and not (isinstance(value, bool) and bool not in accepted)
+
+
 def _check_types(config_class: type[Any], values: Mapping[str, Any], hints: Mapping[str, Any]) -> None:
     """Values read from a config file have the field's type (flags were converted by argparse already)."""
     for name, value in values.items():
@@ -208,12 +229,9 @@ def _check_types(config_class: type[Any], values: Mapping[str, Any], hints: Mapp
             ok = isinstance(value, list | tuple)
         elif origin is dict:
             ok = isinstance(value, dict)
-        elif annotation is float:
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-        elif annotation in (int, str, bool):
-            ok = isinstance(value, annotation) and (annotation is bool or not isinstance(value, bool))
         else:
-            ok = True
+            accepted = simple_types(annotation)
+            ok = accepted is None or fits(value, accepted)
         if not ok:
             raise ValueError(f"{flag(name)}: {value!r} is not a valid {getattr(annotation, '__name__', annotation)}")
 
@@ -251,8 +269,10 @@ __all__ = [
     "add_options",
     "add_options_later",
     "command_line",
+    "fits",
     "flag",
     "options_from",
     "read_config_file",
+    "simple_types",
     "write_config_file",
 ]

@@ -7,7 +7,6 @@ import dataclasses
 import logging
 import os
 import sys
-import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -18,6 +17,7 @@ from trl import ModelConfig, TrlParser
 from kt_train.configs import SFTConfig
 from kt_train.logs import configure_logging, report_error, take_debug_flag
 from kt_train.models import ModelUnavailableError, check_model_name
+from kt_train.options import fits, simple_types
 from kt_train.training.data import DatasetUnavailableError
 from kt_train.training.saved_weights import SavedWeightsError
 
@@ -38,21 +38,6 @@ def recipe_parser(script_arguments: type, training_config: type = SFTConfig) -> 
     return RecipeParser((script_arguments, training_config, ModelConfig))
 
 
-_SIMPLE = (bool, int, float, str)
-
-
-def _expected(annotation: Any) -> tuple[type, ...] | None:
-    """The simple types a field of this annotation accepts (None: not a simple field, not checked here)."""
-    if annotation in _SIMPLE:
-        return (int, float) if annotation is float else (annotation,)
-    arguments = typing.get_args(annotation)
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and arguments:
-        simple = [a for a in arguments if a is not type(None)]
-        if all(a in _SIMPLE for a in simple):
-            return (*(t for a in simple for t in ((int, float) if a is float else (a,))), type(None))
-    return None
-
-
 def check_types(parsed: Sequence[Any]) -> None:
     """Refuse a value of the wrong type for a number, flag or text setting (YAML values skip argparse's types):
     e.g. `learning_rate: [1, 2]` would otherwise fail only once the model is loaded and training starts."""
@@ -62,11 +47,9 @@ def check_types(parsed: Sequence[Any]) -> None:
         except Exception:  # an annotation that does not resolve here: nothing to check against
             continue
         for item in dataclasses.fields(config):
-            accepted = _expected(hints.get(item.name))
+            accepted = simple_types(hints.get(item.name))
             value = getattr(config, item.name)
-            if accepted is None or (
-                isinstance(value, accepted) and not (isinstance(value, bool) and bool not in accepted)
-            ):
+            if accepted is None or fits(value, accepted):
                 continue
             wanted = " or ".join(t.__name__ for t in accepted if t is not type(None))
             raise ValueError(f"{item.name} must be {wanted}, not {type(value).__name__} {value!r:.40}")

@@ -17,6 +17,7 @@ from datasets import Dataset
 from safetensors.torch import load_file
 
 from dsl.seqcoder import build_kt_corpus, to_seqcoder_rl_row
+from kt_train.models import DEFAULT_MODEL
 from tracegen.pipeline import CorpusSettings, build_rtce_sft_corpus
 
 from .test_recipe_configs import ROOT
@@ -26,9 +27,9 @@ pytestmark = pytest.mark.slow
 CHECK = """
 import sys, torch
 from peft import PeftModel
-from kt_train.models import DEFAULT_MODEL, get_model, get_tokenizer
-ids = get_tokenizer(DEFAULT_MODEL)("def main_solution(x): return x * 2", return_tensors="pt")
-base = get_model(DEFAULT_MODEL, dtype="float32").eval()
+from kt_train.models import get_model, get_tokenizer
+ids = get_tokenizer(sys.argv[2])("def main_solution(x): return x * 2", return_tensors="pt")
+base = get_model(sys.argv[2], dtype="float32").eval()
 with torch.no_grad():
     before = base(**ids).logits
     after = PeftModel.from_pretrained(base, sys.argv[1]).eval()(**ids).logits
@@ -40,12 +41,14 @@ ACCELERATE = Path(sys.executable).parent / "accelerate"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 
 
-def assert_whole_adapter_that_changes_outputs(adapter_dir: Path, min_change: float) -> None:
+def assert_whole_adapter_that_changes_outputs(
+    adapter_dir: Path, min_change: float, base: str = DEFAULT_MODEL, layers: int = 30
+) -> None:
     adapter = load_file(adapter_dir / "adapter_model.safetensors")
-    assert len(adapter) == 2 * 30 * 7
+    assert len(adapter) == 2 * layers * 7  # A and B of the 7 linear layers of each block
     assert all(t.numel() > 0 for t in adapter.values())  # no (0,) tensors left by partitioned saving
     assert all(t.abs().sum() > 0 for k, t in adapter.items() if "lora_B" in k)
-    check = subprocess.run([sys.executable, "-c", CHECK, str(adapter_dir)], capture_output=True, text=True,
+    check = subprocess.run([sys.executable, "-c", CHECK, str(adapter_dir), base], capture_output=True, text=True,
                            timeout=600, env=ENV)  # fmt: skip
     assert check.returncode == 0, check.stderr[-3000:]
     change = float(check.stdout.strip().splitlines()[-1])
@@ -83,7 +86,8 @@ def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not ACCELERATE.exists(), reason="accelerate launcher missing")
-def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path) -> None:
+def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path, tiny_model_dir: str) -> None:
+    """On a 2-layer model of the embedded architecture (the SFT test above trains the embedded model itself)."""
     pytest.importorskip("deepspeed")
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=24, seed=3, progress=False)
     rows = Dataset.from_parquet(str(corpus / "data" / "*.parquet")).map(to_seqcoder_rl_row)
@@ -97,6 +101,7 @@ def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path) -> None:
         str(ROOT / "recipes/grpo_kt.py"),
         "--config", str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"),
         "--dataset_name", str(tmp_path / "rows"), "--output_dir", str(out),
+        "--model_name_or_path", tiny_model_dir,
         "--reward_funcs", "format", "--reward_options", "{}", "--reward_weights", "1.0",
         "--max_steps", "2", "--max_completion_length", "16", "--learning_rate", "1e-3", "--max_train_samples", "8",
         "--save_strategy", "no", "--report_to", "none", "--log_completions", "false",
@@ -108,4 +113,4 @@ def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path) -> None:
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert len([e for e in history if "rewards/format_reward/mean" in e]) == 2
     assert any(e.get("reward_std", 0) > 0 for e in history)  # some group had different rewards
-    assert_whole_adapter_that_changes_outputs(out, min_change=1e-5)
+    assert_whole_adapter_that_changes_outputs(out, min_change=1e-5, base=tiny_model_dir, layers=2)

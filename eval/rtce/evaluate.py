@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from eval.predictions import read_prediction_rows
 from eval.rtce.generation import ModelSpec, generate_rows
-from eval.rtce.items import ALGORITHM_NAMES, TASK_NAMES, RTCEItem, load_items
+from eval.rtce.items import TASK_NAMES, RTCEItem, load_items
 from eval.rtce.reflection import ReflectionConfig
 from eval.rtce.reflection_job import accuracy_by_round, reflection_markdown, run_reflection
 from eval.rtce.repair import repair_rows, with_repairs
@@ -29,6 +29,7 @@ from eval.rtce.scoring import SCORING_MODES, ReleaseContext, Scoring, score_comp
 from kt_train.generation import FREE_BACKEND_OPTIONS, BackendOptions, GenerationBackend, SamplingConfig, make_backend
 from kt_train.records import write_jsonl
 from kt_train.stages import RunFolder, RunOptions, adapter_hash, content_hash, model_hash
+from tracegen.algorithms import PAPER_ORDER
 from tracegen.benchmark import CORPUS_FILE, load_summary
 from tracegen.tasks import Task
 
@@ -64,7 +65,7 @@ class RTCEEvalConfig(BackendOptions):
         default=None, metadata={"help": "JSONL of existing completions (id, completions)", "metavar": "FILE"}
     )
     algorithms: list[str] = field(
-        default_factory=lambda: list(ALGORITHM_NAMES), metadata={"help": "algorithms", "choices": ALGORITHM_NAMES}
+        default_factory=lambda: list(PAPER_ORDER), metadata={"help": "algorithms", "choices": PAPER_ORDER}
     )
     tasks: list[str] = field(
         default_factory=lambda: list(TASK_NAMES), metadata={"help": "tasks", "choices": TASK_NAMES}
@@ -147,7 +148,7 @@ class RTCEEvalConfig(BackendOptions):
     def answers(self, spec: ModelSpec, items: Sequence[RTCEItem]) -> list[RTCEItem]:
         """The items a model answers: the base model all; an algorithm's adapter its own (scope `own`)."""
         algorithm = adapter_algorithm(spec.label)
-        if spec.adapter is None or self.adapter_scope == "all" or algorithm not in ALGORITHM_NAMES:
+        if spec.adapter is None or self.adapter_scope == "all" or algorithm not in PAPER_ORDER:
             return list(items)
         return [item for item in items if item.algorithm == algorithm]
 

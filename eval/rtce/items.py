@@ -12,7 +12,6 @@ from tracegen.benchmark import load_corpus, load_summary
 from tracegen.sft_data import load_eval_ids
 from tracegen.tasks import TASKS
 
-ALGORITHM_NAMES = PAPER_ORDER
 TASK_NAMES = tuple(t.value for t in TASKS)
 
 
@@ -39,14 +38,14 @@ class RTCEItem:
 
 def load_items(
     benchmark_dir: Path | str,
-    algorithms: Sequence[str] = ALGORITHM_NAMES,
+    algorithms: Sequence[str] = PAPER_ORDER,
     tasks: Sequence[str] = TASK_NAMES,
     ids: Path | str | Sequence[str] | None = None,
     limit: int | None = None,
 ) -> list[RTCEItem]:
     """Items of the first `limit` inputs (of `ids`, or all) per algorithm, every task. Every input is kept: where
     float arithmetic coding does not round-trip, the item is marked `label_exact = False` (and reported)."""
-    unknown = sorted(set(algorithms) - set(ALGORITHM_NAMES)) + sorted(set(tasks) - set(TASK_NAMES))
+    unknown = sorted(set(algorithms) - set(PAPER_ORDER)) + sorted(set(tasks) - set(TASK_NAMES))
     if unknown:
         raise ValueError(f"unknown algorithm(s) or task(s): {', '.join(unknown)}")
     wanted = load_eval_ids(ids) if ids is not None else None
@@ -82,4 +81,4 @@ def load_items(
     return items
 
 
-__all__ = ["ALGORITHM_NAMES", "TASK_NAMES", "RTCEItem", "load_corpus", "load_items"]
+__all__ = ["TASK_NAMES", "RTCEItem", "load_corpus", "load_items"]

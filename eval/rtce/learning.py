@@ -22,8 +22,8 @@ import numpy as np
 from eval.bootstrap import entry_seed, paired_bootstrap_ci
 from eval.metrics import canonical_json
 from eval.rtce.vocabulary import (
-    ALGORITHM_ORDER,
     FEW_ITEMS,
+    PAPER_ORDER,
     TASK_ORDER,
     Row,
     algorithm_label,
@@ -159,7 +159,7 @@ def learning_table(rows: Sequence[Row], seed: int, base: str = BASE) -> list[dic
 
 
 def _in_paper_order(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    algorithms = ordered((e["algorithm"] for e in table), ALGORITHM_ORDER)
+    algorithms = ordered((e["algorithm"] for e in table), PAPER_ORDER)
     tasks = ordered((e["task"] for e in table), TASK_ORDER)
     metrics = [metric for metric, _ in METRICS]
     return sorted(
@@ -274,7 +274,7 @@ def checkpoint_points(aggregated: Sequence[Row], steps: Mapping[str, int], base:
         return []
     temperature = min(r["temperature"] for r in aggregated)
     lowest = [r for r in aggregated if r["temperature"] == temperature]
-    algorithms = ordered((r["algorithm"] for r in lowest), ALGORITHM_ORDER)
+    algorithms = ordered((r["algorithm"] for r in lowest), PAPER_ORDER)
     tasks = ordered((r["task"] for r in lowest), TASK_ORDER)
     points = []
     for algorithm in algorithms:

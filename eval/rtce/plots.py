@@ -14,8 +14,8 @@ from typing import Any
 from eval.plotting import count, figure, heading, joined, save, style
 from eval.rtce.learning import checkpoint_points
 from eval.rtce.vocabulary import (
-    ALGORITHM_ORDER,
     LENGTH_BINS,
+    PAPER_ORDER,
     TASK_ORDER,
     Row,
     algorithm_label,
@@ -109,7 +109,7 @@ def length_vs_pass_figure(rows: Sequence[Row], metric: str | None = None, source
     dodged apart a little; the x labels give the number of inputs in each bin."""
     metric = metric or pass_metric(rows)
     bins = length_bins(rows, metric)
-    algorithms = ordered((r["algorithm"] for r in rows), ALGORITHM_ORDER)
+    algorithms = ordered((r["algorithm"] for r in rows), PAPER_ORDER)
     several = several_temperatures(rows)
     series = series_keys(bins)
     fig = figure((3.7 * len(algorithms) + 1.6, 4.2))

@@ -16,12 +16,12 @@ from typing import Any
 from eval.rtce import plots
 from eval.rtce.learning import checkpoint_points, learning_table
 from eval.rtce.vocabulary import (
-    ALGORITHM_ORDER,
     CATEGORY_PLOT_FILE,
     FEW_ITEMS,
     FEW_MARK,
     FEW_NOTE,
     LENGTH_PLOT_FILE,
+    PAPER_ORDER,
     STEP_PLOT_FILE,
     TASK_ORDER,
     Row,
@@ -227,7 +227,7 @@ def table3_markdown(aggregated: Sequence[Row]) -> str:
     body = []
     for model, temperature in series_keys(aggregated):
         mine = [r for r in aggregated if r["model"] == model and r["temperature"] == temperature]
-        for algorithm in ordered((r["algorithm"] for r in mine), ALGORITHM_ORDER):
+        for algorithm in ordered((r["algorithm"] for r in mine), PAPER_ORDER):
             records = [index.get((model, temperature, algorithm, t)) for t in tasks]
             values = [r.get(key) for r in records if r is not None for key, _ in TABLE3_METRICS]
             average = mean_of([v for v in values if v is not None])
@@ -254,7 +254,7 @@ def table4_markdown(aggregated: Sequence[Row], metric: str = "pass@5") -> str:
     ]
     body = []
     for model in dict.fromkeys(r["model"] for r in aggregated):
-        algorithms = ordered((r["algorithm"] for r in aggregated if r["model"] == model), ALGORITHM_ORDER)
+        algorithms = ordered((r["algorithm"] for r in aggregated if r["model"] == model), PAPER_ORDER)
         for algorithm in algorithms:
             records = [index.get((model, t, algorithm, task)) for t in temps for task in tasks]
             cells = [_marked(_pct(None if r is None else r.get(metric)), r) for r in records]
@@ -401,7 +401,7 @@ def write_report(
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     metric, aggregated = pass_metric(rows), aggregate(rows)
-    algorithms = ordered((r["algorithm"] for r in rows), ALGORITHM_ORDER)
+    algorithms = ordered((r["algorithm"] for r in rows), PAPER_ORDER)
     difficulty = category_difficulty(rows, metric)
     source = plots.source(title, settings)
     for algorithm in algorithms:

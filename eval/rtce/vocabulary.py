@@ -13,7 +13,6 @@ from tracegen.tasks import Task
 
 Row = Mapping[str, Any]
 
-ALGORITHM_ORDER = PAPER_ORDER
 TASK_ORDER = tuple(task.value for task in Task)
 LENGTH_EDGES = (16, 32, 64, 128, 256)  # input-length bins (lo, hi], open at both ends
 LENGTH_BINS = (
@@ -84,7 +83,7 @@ def group_by(records: Iterable[Row], keys: Sequence[str]) -> dict[tuple[Any, ...
 def sorted_records(records: list[dict[str, Any]], extra: Callable[[Row], Any] = lambda r: 0) -> list[dict[str, Any]]:
     """By model (first seen), temperature, algorithm (paper order), task (where present), then `extra`."""
     models = {model: i for i, model in enumerate(dict.fromkeys(r["model"] for r in records))}
-    algorithms = {a: i for i, a in enumerate(ordered((r["algorithm"] for r in records), ALGORITHM_ORDER))}
+    algorithms = {a: i for i, a in enumerate(ordered((r["algorithm"] for r in records), PAPER_ORDER))}
     tasks = {t: i for i, t in enumerate(ordered((r.get("task", "") for r in records), TASK_ORDER))}
     return sorted(
         records,
@@ -126,7 +125,6 @@ def length_bins(rows: Sequence[Row], metric: str | None = None) -> list[dict[str
 
 
 __all__ = [
-    "ALGORITHM_ORDER",
     "CATEGORY_PLOT_FILE",
     "FEW_ITEMS",
     "FEW_MARK",
@@ -134,6 +132,7 @@ __all__ = [
     "LENGTH_BINS",
     "LENGTH_EDGES",
     "LENGTH_PLOT_FILE",
+    "PAPER_ORDER",
     "STEP_PLOT_FILE",
     "TASK_ORDER",
     "Row",

@@ -19,10 +19,10 @@ from eval.rtce.report import (
     table4_markdown,
     write_report,
 )
-from eval.rtce.vocabulary import ALGORITHM_ORDER, length_bin, pass_metric
+from eval.rtce.vocabulary import PAPER_ORDER, length_bin, pass_metric
 from tests.wandb_records import run_records
 
-ALGORITHMS = ALGORITHM_ORDER
+ALGORITHMS = PAPER_ORDER
 TASKS = ("output_pred", "output_pred_inv", "input_pred", "input_pred_inv")
 
 

@@ -154,6 +154,9 @@ def model_name(model_args: trl.ModelConfig) -> str:
     return model_args.model_name_or_path or DEFAULT_MODEL
 
 
+CREDIT_ASSIGNMENTS = ("sequence", "step")
+
+
 @dataclass
 class GRPOScriptArguments(DataArguments):
     """The rewards of a GRPO recipe (open-r1's `reward_funcs`), their options and a prompt-length filter."""
@@ -176,6 +179,15 @@ class GRPOScriptArguments(DataArguments):
             "trains a new adapter (None: start from the base)"
         },
     )
+    credit_assignment: str = field(
+        default="sequence",
+        metadata={
+            "help": "sequence: TRL's GRPO, one advantage per completion; step: per-token advantages from a reward "
+            "that verifies completions step by step (kt_compression in DSL mode: program lines), each step's "
+            "return against the group's steps in the same state, no credit after a failing step "
+            "(kt_train.training.step_credit)"
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -192,3 +204,6 @@ class GRPOScriptArguments(DataArguments):
             raise ValueError("reward_funcs must name at least one reward")
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise ValueError("max_prompt_tokens must be >= 1")
+        if self.credit_assignment not in CREDIT_ASSIGNMENTS:
+            raise ValueError(f"credit_assignment must be one of {', '.join(CREDIT_ASSIGNMENTS)}, got "
+                             f"{self.credit_assignment!r}")  # fmt: skip

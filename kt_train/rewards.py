@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from kt_train.sandbox import DEFAULT_TIMEOUT_S, SandboxConfig, SandboxJob, SandboxPool, SandboxResult
 
@@ -59,6 +59,28 @@ class Scored:
 
 
 SKIPPED = Scored(None, NOT_APPLICABLE)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One verified step of a completion, for GRPO's step credit (`kt_train.training.step_credit`): where its text
+    ends (a character offset in the completion; the last step of a finished completion may end past the text, so
+    that the end-of-sequence token is its own), the text the completion wrote before it (its state), its own text
+    (its action) and its reward. A completion's tokens after its last step's end get no policy gradient."""
+
+    end: int
+    state: str
+    action: str
+    reward: float
+
+
+@runtime_checkable
+class StepReward(Protocol):
+    """A reward that can split completions into verified steps (`has_steps` False: not with these options)."""
+
+    has_steps: bool
+
+    def steps(self, texts: list[str], columns: Mapping[str, list[Any]]) -> list[list[Step]]: ...
 
 
 def completion_text(completion: Any) -> str:
@@ -241,6 +263,8 @@ __all__ = [
     "PooledReward",
     "Reward",
     "Scored",
+    "Step",
+    "StepReward",
     "completion_text",
     "format_reward",
     "get_reward",

@@ -15,9 +15,10 @@ from typing import Any, Literal
 from dsl.bits import NUMBER_RANGE
 from eval.kt.checking import CandidateChecker, CheckConfig, CheckResult, Mode, Verdict
 from eval.kt.completions import extract_code
+from eval.kt.line_credit import line_steps
 from eval.kt.literal_tail import LITERAL_TAIL, literal_tail_program
 from eval.kt.scoring import ProgramPrior, encoded_program_bits
-from kt_train.rewards import Reward, Scored
+from kt_train.rewards import Reward, Scored, Step
 from kt_train.sandbox import DEFAULT_TIMEOUT_S
 
 Shaping = Literal["linear", "compression", "binary"]
@@ -34,6 +35,11 @@ def batch_measures(check: CheckResult, compression_rate: float) -> tuple[tuple[s
     sample) and `hack_rate`, the share whose verdict shows gaming (resource, unencodable, a forged report)."""
     correct = float(check.verdict == Verdict.CORRECT)
     return ("accuracy", correct), ("compression_rate", compression_rate), ("hack_rate", float(check.gaming))
+
+
+def row_sequences(columns: Mapping[str, list[Any]]) -> list[list[int]]:
+    """The rows' `sequence` column as lists of ints (a row whose value is not a list: empty)."""
+    return [[int(v) for v in seq] if isinstance(seq, list | tuple) else [] for seq in columns["sequence"]]
 
 
 class KTCompressionReward(Reward):
@@ -129,7 +135,7 @@ class KTCompressionReward(Reward):
         return out
 
     def score(self, texts: list[str], columns: Mapping[str, list[Any]]) -> list[Scored]:
-        sequences = [[int(v) for v in seq] if isinstance(seq, list | tuple) else [] for seq in columns["sequence"]]
+        sequences = row_sequences(columns)
         programs = [extract_code(text) for text in texts]
         checks = self.checker.check(programs, sequences)
         tails = self.tails(programs, sequences, checks)
@@ -155,6 +161,20 @@ class KTCompressionReward(Reward):
             measures = batch_measures(check, compression_rate)
             scored.append(Scored(self.shaped(compression_rate), str(check.verdict), metrics=measures))
         return scored
+
+    @property
+    def has_steps(self) -> bool:
+        """Steps for GRPO's step credit: DSL programs under the uniform prior, read line by line."""
+        return self.mode == "dsl" and self.prior == "uniform"
+
+    def steps(self, texts: list[str], columns: Mapping[str, list[Any]]) -> list[list[Step]]:
+        """Each completion's program lines as verified steps (`eval.kt.line_credit`), the output line of a correct
+        program earning `correct_bonus` (0 with `compression` shaping)."""
+        if not self.has_steps:
+            raise ValueError("steps read DSL programs priced by the uniform prior: mode 'dsl', prior 'uniform'")
+        bonus = 0.0 if self.shaping == "compression" else self.correct_bonus
+        sequences = row_sequences(columns)
+        return [line_steps(text, seq, self.symbol_bits, bonus) for text, seq in zip(texts, sequences, strict=True)]
 
     def close(self) -> None:
         """Stop the sandbox pools (Python mode); a later call starts them again."""

@@ -5,8 +5,9 @@ data arguments say; every reward checks its columns before any compute. The mode
 or QLoRA from TRL's ModelConfig keys; `init_adapter`, e.g. an SFT adapter, merged in first) and trained with TRL's
 GRPOTrainer, which generates `num_generations` completions per prompt (vLLM when `use_vllm`, on GPUs; the policy's
 own `generate` otherwise, as on CPU), scores them with the rewards and logs `rewards/<name>/mean` and each reward's
-verdict shares. The run resumes from the last checkpoint in `output_dir` and saves what an SFT run saves
-(`kt_train.training.lifecycle`); the rewards' sandbox pools are stopped at the end, even on failure.
+verdict shares (with `credit_assignment: step`, its subclass that credits each verified step,
+`kt_train.training.step_credit`). The run resumes from the last checkpoint in `output_dir` and saves what an SFT
+run saves (`kt_train.training.lifecycle`); the rewards' sandbox pools are stopped at the end, even on failure.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kt_train.training.lifecycle import TrainingRun, finished_run, run_config, s
 from kt_train.training.model import get_training_model, get_training_tokenizer, merge_adapter
 from kt_train.training.report import wandb_runs
 from kt_train.training.run_settings import run_settings
+from kt_train.training.step_credit import StepCreditGRPOTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +111,8 @@ def run_grpo(
         model = get_training_model(model_args, training_args)
         if script_args.init_adapter is not None:
             model = merge_adapter(model, script_args.init_adapter)
-        trainer = GRPOTrainer(
+        trainer_class = StepCreditGRPOTrainer if script_args.credit_assignment == "step" else GRPOTrainer
+        trainer = trainer_class(
             model=model,
             reward_funcs=list(rewards),
             args=training_args,

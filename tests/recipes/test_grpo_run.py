@@ -92,3 +92,20 @@ def test_grpo_nl_with_a_model_extractor_on_a_training_suite(tmp_path: Path) -> N
     history = grpo_quickly("grpo_nl", tmp_path / "no-such-dataset", tmp_path / "out", extra, dataset=False)
     verdicts = {k for entry in history for k in entry if k.startswith("nl_roundtrip_reward/")}
     assert verdicts and len(_logged(history, "rewards/nl_roundtrip_reward/mean")) == 1
+
+
+@pytest.mark.slow
+def test_grpo_kt_with_step_credit_trains_and_logs_its_credit(tmp_path: Path, tiny_model_dir: str) -> None:
+    """`credit_assignment: step` swaps in the step-credit trainer: the run trains and logs what its steps credited."""
+    corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=20, seed=3, progress=False)
+    recipe = load_recipe("grpo_kt")
+    out = tmp_path / "out"
+    argv = ["--config", str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"), "--dataset_name", str(corpus),
+            "--output_dir", str(out), "--model_name_or_path", tiny_model_dir, "--use_peft", "false",
+            "--credit_assignment", "step", "--max_train_samples", "4", "--report_to", "none", *GRPO_QUICK]  # fmt: skip
+    assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv, training_config=recipe.TRAINING_CONFIG) == 0
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    for key in ("step_credit/steps", "step_credit/credited_steps", "step_credit/credited_tokens"):
+        values = _logged(history, key)
+        assert len(values) == 2 and all(v >= 0.0 for v in values), key
+    assert all(0.0 <= v <= 1.0 for v in _logged(history, "step_credit/credited_tokens"))

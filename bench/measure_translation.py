@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from kt_train.generation import SamplingConfig
     from kt_train.models import get_tokenizer
-    from tracegen.translate import GENERATION_ERROR, parse_answer, translate_traces, value_share
+    from tracegen.answers import extract_answer
+    from tracegen.translate import GENERATION_ERROR, translate_traces, value_share
 
     machine = machine_check(os.cpu_count() or 1, skip=True)
     sampling = SamplingConfig(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         text = row["translation"]
         generated_tokens += len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        answered, value = parse_answer(text)
+        answered, value = extract_answer(text, closed_block=True)
         record = by_id[row["id"]]
         cells[(row["algorithm"], row["direction"])].append(
             {"answered": answered, "correct": answered and value == record["label"],

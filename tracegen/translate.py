@@ -33,6 +33,7 @@ from typing import Any
 from kt_train.generation import GENERATION_ERRORS
 from kt_train.records import read_jsonl
 from kt_train.stages import SUMMARY_FILE, RunFolder, RunOptions, content_hash, model_hash
+from tracegen.answers import extract_answer
 from tracegen.tasks import dumps
 
 TRACES_FILE = "traces.jsonl"
@@ -56,7 +57,6 @@ _ASSIGN = re.compile(r"^\.{2,} (.+?) = (.*)$")
 _CALL = re.compile(r"^>>> Call to (\S+) in File")
 _RETURN = re.compile(r"^<<< Return value from (\S+?): (.*)$")
 _RESULT = re.compile(r"^Result: (.*)$")
-_ANSWER = re.compile(r"\[ANSWER\]\s*(.*?)\s*\[/ANSWER\]", re.DOTALL)
 
 
 @dataclass
@@ -202,20 +202,6 @@ def answer_block(label: Any) -> str:
     return f'[ANSWER]\n{{"output": {dumps(label)}}}\n[/ANSWER]'
 
 
-def parse_answer(text: str) -> tuple[bool, Any]:
-    """(True, value) from the last `[ANSWER]{"output": value}[/ANSWER]` block of `text`, else (False, None)."""
-    blocks = _ANSWER.findall(text)
-    if not blocks:
-        return False, None
-    try:
-        payload = json.loads(blocks[-1])
-    except json.JSONDecodeError:
-        return False, None
-    if not isinstance(payload, dict) or "output" not in payload:
-        return False, None
-    return True, payload["output"]
-
-
 def _final_value(record: Mapping[str, Any]) -> str:
     last = record["trace"].rsplit("\n", 1)[-1]
     match = _RETURN.match(last.strip())
@@ -251,7 +237,7 @@ def faithful(
 
     Reasons: `no_answer`, `wrong_answer`, `low_value_share=S` (dropped) or `value_share=S` (kept).
     """
-    ok, value = parse_answer(text)
+    ok, value = extract_answer(text, closed_block=True)
     if not ok:
         return False, "no_answer"
     if value != record["label"]:
@@ -495,7 +481,6 @@ __all__ = [
     "answer_block",
     "faithful",
     "llm_translate",
-    "parse_answer",
     "parse_trace",
     "template_translate",
     "trace_values",

@@ -12,12 +12,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from eval.answers import answer_region, extract_answer, find_output_object, strip_code_fences
 from eval.metrics import edit_similarity, exact_match
 from kt_train.rewards import SKIPPED, PooledReward, Reward, Scored
 from kt_train.sandbox import DEFAULT_TIMEOUT_S, SandboxJob, SandboxResult
 from kt_train.sandbox import Verdict as SandboxVerdict
 from tracegen.algorithms import get_algorithm
+from tracegen.answers import answer_region, extract_answer, find_output_object, strip_code_fences
 from tracegen.tasks import ROUNDTRIP_TASK
 
 Metric = Literal["em", "es"]

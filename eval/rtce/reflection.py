@@ -2,7 +2,7 @@
 
 Starting from the zero-shot completions, each round asks the model to critique its current draft (Critique-B) and,
 when the verdict is REVISE, to rewrite it from the critique alone (Revision, no leak). Before every scoring step the
-draft's answer is canonicalized to ``[ANSWER]{"output": <value>}[/ANSWER]`` (``eval.answers.extract_answer``: last
+draft's answer is canonicalized to ``[ANSWER]{"output": <value>}[/ANSWER]`` (``tracegen.answers.extract_answer``: last
 answer block, fences stripped, 20k-character scan, ``{"return": x}`` flattened); a draft without valid JSON gets one
 Format-repair call. The reference answer is used only to score and to stop early: no prompt builder takes it.
 
@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eval.answers import extract_answer
 from eval.metrics import exact_match
 from kt_train.generation import GenerationBackend, SamplingConfig
+from tracegen.answers import extract_answer
 
 __all__ = [
     "CUT_MARKER",

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.answers import extract_answer
 from eval.rtce.generation import grouped
 from eval.rtce.reflection import ReflectionConfig, repair_prompt
 from kt_train.generation import GenerationBackend, SamplingConfig, with_retries
 from kt_train.records import run_resumable
+from tracegen.answers import extract_answer
 
 
 def needs_repair(text: str | None) -> bool:

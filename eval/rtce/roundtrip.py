@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.answers import extract_answer
 from eval.rtce.generation import generation_failure, grouped
 from eval.rtce.items import RTCEItem
 from kt_train.generation import GENERATION_ERRORS, GenerationBackend, SamplingConfig, with_retries
 from kt_train.records import run_resumable
 from tracegen.algorithms import get_algorithm
+from tracegen.answers import extract_answer
 from tracegen.release_prompts import RELEASE_STYLE, with_given
 from tracegen.tasks import Task, task_prompt
 

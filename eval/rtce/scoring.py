@@ -1,10 +1,10 @@
-"""Score RTCE completions: the answer of each completion (`eval.answers`), EM and ES against the reference
+"""Score RTCE completions: the answer of each completion (`tracegen.answers`), EM and ES against the reference
 (`eval.metrics`), and per prompt pass@1, unbiased pass@5 (n >= 5) and the "any of the first 5" variant.
 
 Two scoring modes (`SCORING_MODES`), both computed for every completion; `scoring` picks the one behind `em` and the
 pass figures:
 - `strict` (default): the paper's text. The answer is the `"output"` of the last `[ANSWER]` block's first JSON
-  object (`eval.answers`); ints exactly, floats within 1e-3, strings case-folded and trimmed, lists and dicts
+  object (`tracegen.answers`); ints exactly, floats within 1e-3, strings case-folded and trimmed, lists and dicts
   recursively (`eval.metrics.exact_match`).
 - `release`: the public release's scorer (`eval.rtce.release_scoring`): Python literals, bare values, numbers as
   strings, non-canonical RLE runs, a trailing `EOF` and the rest of its leniencies; no case folding.
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eval.answers import extract_answer
 from eval.metrics import any_of_first_k, edit_similarity, exact_match, pass_at_k
 from eval.rtce.release_scoring import release_verdict
+from tracegen.answers import extract_answer
 
 PASS_K = 5
 Scoring = Literal["strict", "release"]

@@ -10,11 +10,12 @@ from typing import Any
 import datasets
 import pytest
 
+from tracegen.answers import extract_answer
 from tracegen.benchmark import build_benchmark
 from tracegen.sft_data import COMBINED, PARQUET_FILE, build_sft_data, chat_length, load_eval_ids
 from tracegen.tasks import Task, make_task
 from tracegen.traces import collect_traces
-from tracegen.translate import TRANSLATIONS_FILE, parse_answer, translate_traces
+from tracegen.translate import TRANSLATIONS_FILE, translate_traces
 from tracegen.translate_cli import add_translate_command, register_sft_data
 
 ALGORITHMS = ("ae", "huffman", "lzw", "rle")
@@ -66,7 +67,7 @@ def test_build_writes_datasets_and_holds_out(dirs: tuple[Path, Path], tmp_path: 
         user, assistant = row["messages"]
         assert user["role"] == "user" and assistant["role"] == "assistant"
         assert "[PYTHON]\ndef main_solution" in user["content"]
-        assert parse_answer(assistant["content"]) == (True, json.loads(row["answer_json"]))
+        assert extract_answer(assistant["content"], closed_block=True) == (True, json.loads(row["answer_json"]))
         assert row["task"] == (Task.OUTPUT_PRED if row["direction"] == "encode" else Task.INPUT_PRED).value
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tracegen.answers import extract_answer
 from tracegen.benchmark import build_benchmark
 from tracegen.traces import TRACES_FILE, collect_traces
 from tracegen.translate import (
@@ -19,7 +20,6 @@ from tracegen.translate import (
     faithful,
     grown_part,
     llm_translate,
-    parse_answer,
     parse_trace,
     template_translate,
     trace_values,
@@ -84,7 +84,7 @@ def test_template_states_exact_label(records: list[dict[str, Any]]) -> None:
     for record in records:
         text = template_translate(record)
         assert text.endswith("[/ANSWER]")
-        assert parse_answer(text) == (True, record["label"])
+        assert extract_answer(text, closed_block=True) == (True, record["label"])
         assert json.dumps(record["label"], ensure_ascii=False) in text
         assert "Line " in text
         assert faithful(text, record, 0.0)[0]
@@ -96,7 +96,7 @@ def test_template_caps_steps_and_summarises(records: list[dict[str, Any]]) -> No
     text = template_translate(record, max_steps=10)
     assert "The same pattern continues for" in text
     assert len(text.splitlines()) <= 10 + 1 + 2 + 3  # steps, summary, intro + conclusion, answer block
-    assert parse_answer(text) == (True, record["label"])
+    assert extract_answer(text, closed_block=True) == (True, record["label"])
     with pytest.raises(ValueError):
         template_translate(record, max_steps=1)
 
@@ -131,12 +131,17 @@ def test_parse_trace_and_sentences() -> None:
     assert grown_part("[1]", "[2, 1]") is None
 
 
-def test_parse_answer_variants() -> None:
-    assert parse_answer('x [ANSWER]{"output": [1, 2]}[/ANSWER]') == (True, [1, 2])
-    assert parse_answer('[ANSWER]\n{"output": "a"}\n[/ANSWER] [ANSWER]{"output": "b"}[/ANSWER]') == (True, "b")
-    assert parse_answer("[ANSWER]not json[/ANSWER]") == (False, None)
-    assert parse_answer('[ANSWER]{"value": 1}[/ANSWER]') == (False, None)
-    assert parse_answer("no answer") == (False, None)
+def test_a_narration_answers_only_in_a_closed_block() -> None:
+    def answer(text: str) -> tuple[bool, object]:
+        return extract_answer(text, closed_block=True)
+
+    assert answer('x [ANSWER]{"output": [1, 2]}[/ANSWER]') == (True, [1, 2])
+    assert answer('[ANSWER]\n{"output": "a"}\n[/ANSWER] [ANSWER]{"output": "b"}[/ANSWER]') == (True, "b")
+    assert answer("[ANSWER]not json[/ANSWER]") == (False, None)
+    assert answer('[ANSWER]{"value": 1}[/ANSWER]') == (False, None)
+    assert answer("no answer") == (False, None)
+    assert answer('{"output": 3}') == (False, None)  # a completion's answer (extract_answer), not a narration's
+    assert answer('[ANSWER]{"output": 1}[/ANSWER] [ANSWER]{"output": 2}') == (False, None)  # the last block unclosed
 
 
 def test_faithfulness_filter(records: list[dict[str, Any]]) -> None:

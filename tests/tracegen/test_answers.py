@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from eval.answers import MAX_START, extract_answer
+from tracegen.answers import MAX_START, extract_answer
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Extract a model's predicted output from an RTCE completion.
+"""Read the answer of an RTCE completion: the one reader of the `[ANSWER]` format (`tracegen.translate.answer_block`
+writes it), for the translation filter and every RTCE score (`eval.rtce`, the RTCE rewards).
 
 The prompt asks the model to answer as ``[ANSWER]{"output": <value>}[/ANSWER]``. Completions are messy, so the
 rules are:
@@ -18,7 +19,10 @@ rules are:
 
 Tags are plain text: a ``[ANSWER]`` or ``[/ANSWER]`` inside a JSON string value is still taken as a tag.
 
-``extract_answer`` returns ``(found, value)``; ``(True, None)`` means the model answered ``null``.
+``extract_answer`` returns ``(found, value)``; ``(True, None)`` means the model answered ``null``. With
+``closed_block=True`` (a narration checked before it becomes SFT data, which must teach the format) only a closed
+``[ANSWER]...[/ANSWER]`` block counts: no tag, or a last ``[ANSWER]`` without its ``[/ANSWER]``, gives
+``(False, None)``.
 """
 
 from __future__ import annotations
@@ -72,9 +76,11 @@ def _flatten(value: Any) -> Any:
     return value
 
 
-def extract_answer(text: str) -> tuple[bool, Any]:
+def extract_answer(text: str, *, closed_block: bool = False) -> tuple[bool, Any]:
     """Return ``(found, value)`` for a completion, following the module rules; never raises on a string."""
     if not isinstance(text, str):
+        return False, None
+    if closed_block and (OPEN_TAG not in text or CLOSE_TAG not in text[text.rfind(OPEN_TAG) :]):
         return False, None
     obj = find_output_object(strip_code_fences(answer_region(text)))
     if obj is None:

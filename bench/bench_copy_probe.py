@@ -89,11 +89,20 @@ def main(argv: list[str] | None = None) -> int:
         number_losses.append(float(losses.detach()[scored & is_number[targets.clamp(min=0)]].mean()))
         if step % 100 == 0 or step == args.steps:
             recent = number_losses[-100:]
-            print(json.dumps({
-                "size": args.size, "lr": args.lr, "values": values_at[step - 1], "step": step,
-                "number_loss": round(sum(recent) / len(recent), 3), "chance": round(math.log(values_at[step - 1]), 3),
-                "seconds": round(time.perf_counter() - start),
-            }), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "size": args.size,
+                        "lr": args.lr,
+                        "values": values_at[step - 1],
+                        "step": step,
+                        "number_loss": round(sum(recent) / len(recent), 3),
+                        "chance": round(math.log(values_at[step - 1]), 3),
+                        "seconds": round(time.perf_counter() - start),
+                    }
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -58,11 +58,12 @@ def main() -> None:
     rows = rows[:8]
     prompts = [
         tokenizer.apply_chat_template(
-            [{"role": "user", "content": seqcoder_prompt(corpus[i]["sequence"])}], tokenize=False,
+            [{"role": "user", "content": seqcoder_prompt(corpus[i]["sequence"])}],
+            tokenize=False,
             add_generation_prompt=True,
         )
         for i in drawn[:4]
-    ]  # fmt: skip
+    ]
     config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear")
     model = get_peft_model(get_model(DEFAULT_MODEL, dtype="float32"), config)
     model.train()
@@ -83,8 +84,9 @@ def main() -> None:
         model.eval()
         enc = tokenizer(prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
         with torch.inference_mode():
-            model.generate(**enc, max_new_tokens=64, min_new_tokens=64, do_sample=False,
-                           pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+            model.generate(
+                **enc, max_new_tokens=64, min_new_tokens=64, do_sample=False, pad_token_id=tokenizer.pad_token_id
+            )
         model.train()
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None

@@ -28,10 +28,22 @@ from kt_train.cli import main as kt_main
 
 KEY = "kt_baselines"
 # Paper 003, Tab. 6: Gzip CompressionRate at length 128 and on all 1 MB; LMiC (SeqCoder-1.5B as the LM) at 128.
-PAPER_GZIP_128 = {"audio_16bit": 1.147, "audio_8bit": 0.621, "audio_mfcc": 1.250, "dna": 1.182, "text": 0.782,
-                  "synthetic": 0.943}  # fmt: skip
-PAPER_GZIP_1MB = {"audio_16bit": 0.920, "audio_8bit": 0.398, "audio_mfcc": 0.903, "dna": 0.714, "text": 0.357,
-                  "synthetic": 0.593}  # fmt: skip
+PAPER_GZIP_128 = {
+    "audio_16bit": 1.147,
+    "audio_8bit": 0.621,
+    "audio_mfcc": 1.250,
+    "dna": 1.182,
+    "text": 0.782,
+    "synthetic": 0.943,
+}
+PAPER_GZIP_1MB = {
+    "audio_16bit": 0.920,
+    "audio_8bit": 0.398,
+    "audio_mfcc": 0.903,
+    "dna": 0.714,
+    "text": 0.357,
+    "synthetic": 0.593,
+}
 PAPER_LMIC_SYNTHETIC_128 = 0.449
 
 

@@ -180,8 +180,10 @@ def measure(completions: list[str], sequences: list[list[int]], repeats: int, ba
         shift = (repeat - 1) % len(methods)
         for method, tree, size in methods[shift:] + methods[:shift]:
             # distinct texts per repeat: identical programs are checked once, which would flatter the figures
-            tagged = [f"{c}\n# {repeat}" if "```" not in c else c.replace("\n```", f"\n# {repeat}\n```", 1)
-                      for c in completions]  # fmt: skip
+            tagged = [
+                f"{c}\n# {repeat}" if "```" not in c else c.replace("\n```", f"\n# {repeat}\n```", 1)
+                for c in completions
+            ]
             run = run_once(method, tree, size, tagged, sequences, repeat)
             print(f"{method}, repeat {repeat}: {run.wall_s:.2f} s, {run.rate:,.0f}/s {run.verdicts}", file=sys.stderr)
             runs.append(run)

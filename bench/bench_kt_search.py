@@ -50,8 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--output", default="outputs/bench/kt_search")
-    parser.add_argument("--section", default="kt_search", choices=["kt_search", "kt_search_segments"],
-                        help="the section of docs/benchmarks.md to write")  # fmt: skip
+    parser.add_argument(
+        "--section",
+        default="kt_search",
+        choices=["kt_search", "kt_search_segments"],
+        help="the section of docs/benchmarks.md to write",
+    )
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
     if 1 not in args.k:
@@ -62,9 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     for name, search in arms(args):
         config = KTEvalConfig(
-            dataset=args.dataset, output=str(out / name), mode="dsl", model=args.model, limit=args.limit,
-            batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, **search,
-        )  # fmt: skip
+            dataset=args.dataset,
+            output=str(out / name),
+            mode="dsl",
+            model=args.model,
+            limit=args.limit,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            **search,
+        )
         started = time.perf_counter()
         metrics = run_kt_eval(config, progress=True)["metrics"]
         seconds = time.perf_counter() - started
@@ -99,9 +109,11 @@ def report(results: dict[str, dict[str, Any]], gzip: float, args: argparse.Names
         "|---|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for r in results.values():
-        label = f"K = {r['search']}" if not r.get("line_search") else (
-            f"line search R = {r['line_search']}, B = {r['line_backtracks']}"
-        )  # fmt: skip
+        label = (
+            f"K = {r['search']}"
+            if not r.get("line_search")
+            else (f"line search R = {r['line_search']}, B = {r['line_backtracks']}")
+        )
         change = ("-", "-")
         if "against_greedy" in r:
             change = (_ci(r["against_greedy"]["accuracy"], 2), _ci(r["against_greedy"]["compression_rate"], 4))

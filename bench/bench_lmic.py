@@ -79,8 +79,17 @@ def measure(coder, group: str, sequence: list[int], symbol_bits: int, verify: bo
             raise SystemExit(f"{group}: decode(encode(x)) != x")
         decode_s = time.perf_counter() - start
     gzip_bits = 8 * len(gzip.compress(bytes(sequence), compresslevel=9, mtime=0))
-    item = Item(group, len(sequence), symbol_bits, code.num_tokens, code.num_bits, code.model_bits, gzip_bits,
-                encode_s, decode_s)  # fmt: skip
+    item = Item(
+        group,
+        len(sequence),
+        symbol_bits,
+        code.num_tokens,
+        code.num_bits,
+        code.model_bits,
+        gzip_bits,
+        encode_s,
+        decode_s,
+    )
     print(
         f"{group}: {item.length} numbers, {item.tokens} tokens, {item.num_bits} bits "
         f"(CR {item.num_bits / (symbol_bits * item.length):.3f}), {encode_s:.1f} s",

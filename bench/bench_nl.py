@@ -96,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-nl-") as tmp:
         write_suite(suite, Path(tmp) / "suite")
-        config = NLRunConfig(str(Path(tmp) / "suite"), str(Path(tmp) / "run"), ["sexpr", "json", "procedural"],
-                             ["parser"])  # fmt: skip
+        config = NLRunConfig(
+            str(Path(tmp) / "suite"), str(Path(tmp) / "run"), ["sexpr", "json", "procedural"], ["parser"]
+        )
         start = time.perf_counter()
         summary = run_nl(config, progress=False)
         run_s = time.perf_counter() - start

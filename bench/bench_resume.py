@@ -35,25 +35,49 @@ def _command(recipe: str, config: Path, accelerate_config: str = "cpu.yaml") -> 
 
 def _sft_kt(work: Path) -> list[str]:
     corpus = build_kt_corpus(work / "corpus", num_pairs=400, seed=3, progress=False)
-    config = _config(work, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus), max_steps=60,
-                     save_steps=5, gradient_accumulation_steps=4, evaluations=[])  # fmt: skip
+    config = _config(
+        work,
+        "recipes/seqcoder-tiny/sft_kt/config_10k.yaml",
+        dataset_name=str(corpus),
+        max_steps=60,
+        save_steps=5,
+        gradient_accumulation_steps=4,
+        evaluations=[],
+    )
     return _command("sft_kt", config)
 
 
 def _rtce(work: Path, accelerate_config: str, accumulation: int) -> list[str]:
     settings = CorpusSettings(num_inputs=8, template_max_steps=4, input_lengths=(3, 10), completions="answer")
     corpus = build_rtce_sft_corpus(work / "corpus", settings, 2, False) / "sft"
-    config = _config(work, "recipes/smollm2-135m/sft_rtce/config_cpu.yaml", dataset_name=str(corpus),
-                     algorithms=["rle"], max_steps_by_algorithm={}, max_steps=8, save_steps=2, lora_dropout=0.05,
-                     eval_on_start=False,
-                     gradient_accumulation_steps=accumulation, evaluations=[])  # fmt: skip
+    config = _config(
+        work,
+        "recipes/smollm2-135m/sft_rtce/config_cpu.yaml",
+        dataset_name=str(corpus),
+        algorithms=["rle"],
+        max_steps_by_algorithm={},
+        max_steps=8,
+        save_steps=2,
+        lora_dropout=0.05,
+        eval_on_start=False,
+        gradient_accumulation_steps=accumulation,
+        evaluations=[],
+    )
     return _command("sft_rtce", config, accelerate_config)
 
 
 def _grpo_kt(work: Path) -> list[str]:
     corpus = build_kt_corpus(work / "corpus", num_pairs=40, seed=3, progress=False)
-    config = _config(work, "recipes/smollm2-135m/grpo_kt/config_cpu.yaml", dataset_name=str(corpus), max_steps=6,
-                     save_steps=1, max_train_samples=12, max_completion_length=24, log_completions=True)  # fmt: skip
+    config = _config(
+        work,
+        "recipes/smollm2-135m/grpo_kt/config_cpu.yaml",
+        dataset_name=str(corpus),
+        max_steps=6,
+        save_steps=1,
+        max_train_samples=12,
+        max_completion_length=24,
+        log_completions=True,
+    )
     return _command("grpo_kt", config)
 
 

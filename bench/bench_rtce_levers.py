@@ -30,9 +30,23 @@ CONFIG = ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"
 def run_variant(name: str, overrides: list[str], output: Path, threads: int) -> list[dict]:
     """Train and evaluate one variant; its learning rows with the variant's name and wall seconds."""
     folder = output / name
-    command = [sys.executable, str(ROOT / "recipes/sft_rtce.py"), "--config", str(CONFIG),
-               "--output_dir", str(folder), "--torch_threads", str(threads), "--report_to", "none",
-               "--eval_checkpoints", "false", "--overwrite_output_dir", "true", *overrides]  # fmt: skip
+    command = [
+        sys.executable,
+        str(ROOT / "recipes/sft_rtce.py"),
+        "--config",
+        str(CONFIG),
+        "--output_dir",
+        str(folder),
+        "--torch_threads",
+        str(threads),
+        "--report_to",
+        "none",
+        "--eval_checkpoints",
+        "false",
+        "--overwrite_output_dir",
+        "true",
+        *overrides,
+    ]
     start = time.perf_counter()
     subprocess.run(command, check=True, env=os.environ | {"HF_HUB_OFFLINE": "1"})
     seconds = time.perf_counter() - start

@@ -139,15 +139,20 @@ def plot(results: dict[str, list[dict[str, Any]]], gzip_rate: float, title: str,
         axes[3].plot(steps, [p["loss_by_kind"].get(KINDS[0], math.nan) for p in points], marker="o", label=label)
     axes[0].axhline(gzip_rate, color="grey", linestyle="--", label=f"Gzip per sequence ({gzip_rate:.3f})")
     axes[3].axhline(math.log(257), color="grey", linestyle=":", label="uniform over 0..256 (ln 257)")
-    names = ("CompressionRate (lower is better)", "Accuracy (%)", "eval_loss (nats/token)",
-             "loss of numbers found in the sequence")  # fmt: skip
+    names = (
+        "CompressionRate (lower is better)",
+        "Accuracy (%)",
+        "eval_loss (nats/token)",
+        "loss of numbers found in the sequence",
+    )
     for ax, name in zip(axes, names):
         ax.set_xlabel("training step")
         ax.set_title(name)
         ax.grid(alpha=0.3)
     handles = {h.get_label(): h for ax in (axes[0], axes[3]) for h in ax.get_lines()}
-    fig.legend(list(handles.values()), list(handles), loc="lower center", bbox_to_anchor=(0.5, -0.08), ncol=4,
-               frameon=False)  # fmt: skip
+    fig.legend(
+        list(handles.values()), list(handles), loc="lower center", bbox_to_anchor=(0.5, -0.08), ncol=4, frameon=False
+    )
     fig.suptitle(title)
     save(fig, path)
 
@@ -176,9 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         results[label] = []
         for step, model_dir in checkpoints(Path(folder)):
             config = KTEvalConfig(
-                dataset=args.dataset, output=str(out / label / f"step-{step}"), mode="dsl", model=str(model_dir),
-                limit=args.limit, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-            )  # fmt: skip
+                dataset=args.dataset,
+                output=str(out / label / f"step-{step}"),
+                mode="dsl",
+                model=str(model_dir),
+                limit=args.limit,
+                batch_size=args.batch_size,
+                max_new_tokens=args.max_new_tokens,
+            )
             metrics = run_kt_eval(config, progress=False)["metrics"]
             point = {
                 "step": step,
@@ -203,8 +213,11 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: dict[str, list[dict[str, Any]]], gzip: float, args: argparse.Namespace) -> str:
     lines = [*run_header(invocation("bench_seqcoder_curves.py", None)), ""]
     lines += [f"The first {args.limit} sequences of the held-out set; Gzip per sequence on them: {gzip:.3f}.", ""]
-    lines += ["| run | step | eval_loss | Accuracy | executable | CompressionRate | nats per program | "
-              + " | ".join(f"loss: {k}" for k in KINDS) + " |"]  # fmt: skip
+    lines += [
+        "| run | step | eval_loss | Accuracy | executable | CompressionRate | nats per program | "
+        + " | ".join(f"loss: {k}" for k in KINDS)
+        + " |"
+    ]
     lines += ["|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(KINDS)]
     for label, points in results.items():
         for p in points:
@@ -217,14 +230,22 @@ def report(results: dict[str, list[dict[str, Any]]], gzip: float, args: argparse
     last = {label: points[-1] for label, points in results.items() if points}
     if last:
         shares = next(iter(last.values()))["loss_by_kind"]
-        lines += ["", "Share of the gold programs' tokens by kind: "
-                  + ", ".join(f"{k} {100 * shares[f'share {k}']:.0f}%" for k in KINDS) + "."]  # fmt: skip
+        lines += [
+            "",
+            "Share of the gold programs' tokens by kind: "
+            + ", ".join(f"{k} {100 * shares[f'share {k}']:.0f}%" for k in KINDS)
+            + ".",
+        ]
         lines += ["", "Accuracy of each run's last step by gold program lines and by sequence length (Fig. 11):", ""]
         for label, p in last.items():
-            lines.append(f"- {label}, program lines: " + ", ".join(
-                f"{b} {100 * a:.1f}% (n={n})" for b, (n, a) in p["accuracy_by_program_lines"].items()))  # fmt: skip
-            lines.append(f"- {label}, sequence length: " + ", ".join(
-                f"{b} {100 * a:.1f}% (n={n})" for b, (n, a) in p["accuracy_by_length"].items()))  # fmt: skip
+            lines.append(
+                f"- {label}, program lines: "
+                + ", ".join(f"{b} {100 * a:.1f}% (n={n})" for b, (n, a) in p["accuracy_by_program_lines"].items())
+            )
+            lines.append(
+                f"- {label}, sequence length: "
+                + ", ".join(f"{b} {100 * a:.1f}% (n={n})" for b, (n, a) in p["accuracy_by_length"].items())
+            )
     return "\n".join(lines)
 
 

@@ -345,8 +345,11 @@ BEFORE_BOUNDARY = "758a2ac"
 def tree_at(ref: str) -> Iterator[Path]:
     """A temporary checkout (git worktree, detached) of `ref`, removed afterwards."""
     target = Path(tempfile.mkdtemp(prefix="kt-bench-baseline-"))
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(target), ref], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(target), ref],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield target
     finally:

@@ -137,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         answered, value = extract_answer(text, closed_block=True)
         record = by_id[row["id"]]
         cells[(row["algorithm"], row["direction"])].append(
-            {"answered": answered, "correct": answered and value == record["label"],
-             "share": value_share(text, record), "kept": row["kept"]}
-        )  # fmt: skip
+            {
+                "answered": answered,
+                "correct": answered and value == record["label"],
+                "share": value_share(text, record),
+                "kept": row["kept"],
+            }
+        )
     translated = sum(map(len, cells.values()))
     scope = "every kept trace" if args.per_cell is None else f"the first {args.per_cell} fitting traces per cell"
     lines = [*run_header(invocation("measure_translation.py", argv)), "", machine, ""]

@@ -100,9 +100,20 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
 
     eval_set = trained.output_dir / "kt_eval_set"
     built = kt_main(
-        ["dsl", "eval-set", "--bytes", str(script_args.eval_set_bytes), "--seed", str(script_args.eval_seed),
-         "--exclude", str(trained.context["corpus"]), "--output", str(eval_set), "--quiet"]
-    )  # fmt: skip
+        [
+            "dsl",
+            "eval-set",
+            "--bytes",
+            str(script_args.eval_set_bytes),
+            "--seed",
+            str(script_args.eval_seed),
+            "--exclude",
+            str(trained.context["corpus"]),
+            "--output",
+            str(eval_set),
+            "--quiet",
+        ]
+    )
     if built != 0:
         print("could not build the evaluation set (see above); the adapter is saved")
         return None
@@ -110,12 +121,18 @@ def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
     if not (Path(adapter) / "adapter_config.json").is_file():  # trained whole (use_peft: false): the model itself
         model, adapter = adapter, None
     options = {
-        "dataset": str(eval_set), "output": str(trained.output_dir / "kt_eval"), "mode": "dsl",
-        "model": model, "adapter": adapter, "limit": script_args.eval_items,
-        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, **backend_option(script_args),
+        "dataset": str(eval_set),
+        "output": str(trained.output_dir / "kt_eval"),
+        "mode": "dsl",
+        "model": model,
+        "adapter": adapter,
+        "limit": script_args.eval_items,
+        "max_new_tokens": script_args.eval_max_new_tokens,
+        "seed": trained.seed,
+        **backend_option(script_args),
         "batch_size": getattr(script_args, "eval_batch_size", 8),
         "literal_tail": getattr(script_args, "eval_literal_tail", False),
-    }  # fmt: skip
+    }
     if getattr(script_args, "execution_feedback", "none") == "feed_ex":
         options |= {"execution_feedback": True, "feedback_max_values": script_args.feedback_max_values}
     return Evaluation(["eval", "kt"], options)
@@ -133,15 +150,23 @@ def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | No
     both = {"output_pred", "input_pred"} <= set(script_args.eval_tasks)
     roundtrip = both and getattr(script_args, "eval_roundtrip", True)
     options = {
-        "benchmark": str(corpus / "benchmark"), "ids": str(corpus / EVAL_IDS_FILE),
-        "output": str(trained.output_dir / "eval"), "model": trained.model, "adapters": dict(trained.adapters),
+        "benchmark": str(corpus / "benchmark"),
+        "ids": str(corpus / EVAL_IDS_FILE),
+        "output": str(trained.output_dir / "eval"),
+        "model": trained.model,
+        "adapters": dict(trained.adapters),
         "algorithms": list(dict.fromkeys(map(adapter_algorithm, trained.adapters))),
-        "tasks": list(script_args.eval_tasks), "items": script_args.eval_items,
-        "temperatures": list(script_args.eval_temperatures), "n": script_args.eval_n,
-        "max_new_tokens": script_args.eval_max_new_tokens, "seed": trained.seed, "roundtrip": roundtrip,
+        "tasks": list(script_args.eval_tasks),
+        "items": script_args.eval_items,
+        "temperatures": list(script_args.eval_temperatures),
+        "n": script_args.eval_n,
+        "max_new_tokens": script_args.eval_max_new_tokens,
+        "seed": trained.seed,
+        "roundtrip": roundtrip,
         "batch_size": getattr(script_args, "eval_batch_size", 8),
-        "adapter_steps": dict(trained.context.get("adapter_steps", {})), **backend_option(script_args),
-    }  # fmt: skip
+        "adapter_steps": dict(trained.context.get("adapter_steps", {})),
+        **backend_option(script_args),
+    }
     return Evaluation(["eval", "rtce"], options)
 
 
@@ -156,12 +181,18 @@ def nl_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None
         return None
     lms = [f"base={trained.model}", *(f"{label}={trained.model}@{path}" for label, path in trained.adapters.items())]
     options = {
-        "suite": str(suite), "output": str(trained.output_dir / "nl_eval"),
-        "generators": [*lms, "sexpr", "procedural"], "extractors": [*lms, "parser"],
-        "max_expressions": script_args.eval_expressions, "generator_shots": script_args.eval_generator_shots,
-        "extractor_shots": script_args.eval_extractor_shots, "generator_tokens": script_args.eval_generator_tokens,
-        "extractor_tokens": script_args.eval_extractor_tokens, "seed": trained.seed, **backend_option(script_args),
-    }  # fmt: skip
+        "suite": str(suite),
+        "output": str(trained.output_dir / "nl_eval"),
+        "generators": [*lms, "sexpr", "procedural"],
+        "extractors": [*lms, "parser"],
+        "max_expressions": script_args.eval_expressions,
+        "generator_shots": script_args.eval_generator_shots,
+        "extractor_shots": script_args.eval_extractor_shots,
+        "generator_tokens": script_args.eval_generator_tokens,
+        "extractor_tokens": script_args.eval_extractor_tokens,
+        "seed": trained.seed,
+        **backend_option(script_args),
+    }
     return Evaluation(["nl", "run"], options)
 
 

@@ -205,5 +205,6 @@ class GRPOScriptArguments(DataArguments):
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise ValueError("max_prompt_tokens must be >= 1")
         if self.credit_assignment not in CREDIT_ASSIGNMENTS:
-            raise ValueError(f"credit_assignment must be one of {', '.join(CREDIT_ASSIGNMENTS)}, got "
-                             f"{self.credit_assignment!r}")  # fmt: skip
+            raise ValueError(
+                f"credit_assignment must be one of {', '.join(CREDIT_ASSIGNMENTS)}, got {self.credit_assignment!r}"
+            )

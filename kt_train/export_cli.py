@@ -70,10 +70,15 @@ def merge_adapter(config: MergeConfig) -> Path:
         shutil.copyfile(adapter / GENERATION_CONFIG, output / GENERATION_CONFIG)
     metrics_file = adapter / "train_results.json"
     write_model_card(
-        output, base=record_base_model(output, config.model), local_base=config.model, adapter=False,
-        dataset_name=None, tags=[], merged_from=str(adapter),
+        output,
+        base=record_base_model(output, config.model),
+        local_base=config.model,
+        adapter=False,
+        dataset_name=None,
+        tags=[],
+        merged_from=str(adapter),
         metrics=json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else {},
-    )  # fmt: skip
+    )
     logger.info("merged %s into %s: %s", adapter, config.model, output)
     return output
 

@@ -20,8 +20,14 @@ import pyarrow.parquet as pq
 DATA_DIR = "data"
 CARD_FILE = "README.md"
 ROWS_PER_SHARD = 250_000
-SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))  # fmt: skip
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
 ID_PART = re.compile(r"[A-Za-z0-9_.+-]+")
 
 

@@ -108,9 +108,12 @@ def add_options(
         known.append(item.name)
     if config_file and parser.get_default("_kt_config_flag") is None:
         parser.add_argument(
-            CONFIG_FLAG, metavar="FILE", default=None, dest="_kt_config",
+            CONFIG_FLAG,
+            metavar="FILE",
+            default=None,
+            dest="_kt_config",
             help="YAML or JSON file of option values (field names as keys); flags given override it",
-        )  # fmt: skip
+        )
         parser.set_defaults(_kt_config_flag=True)
     parser.set_defaults(**{_OPTIONS: known})
 

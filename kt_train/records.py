@@ -126,8 +126,12 @@ def run_resumable(
         if failed:
             logger.warning(
                 "%s: %d of %d records failed (e.g. %s); a rerun retries those tried at most %d times",
-                desc, len(failed), len(records), failed[0], retries + 1,
-            )  # fmt: skip
+                desc,
+                len(failed),
+                len(records),
+                failed[0],
+                retries + 1,
+            )
     if not attempts:
         failures_path(path).unlink(missing_ok=True)
     return records

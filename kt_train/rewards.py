@@ -139,8 +139,14 @@ class Reward:
             if len(scored) != len(texts):
                 raise RuntimeError(f"{len(scored)} scores for {len(texts)} completions")
         except Exception as exc:  # last resort: the run goes on, the failure is visible in the verdict shares
-            logger.warning("%s: scoring failed (%s: %s); %d completions get %s", self.name, type(exc).__name__,
-                           exc, len(texts), self.failure_reward)  # fmt: skip
+            logger.warning(
+                "%s: scoring failed (%s: %s); %d completions get %s",
+                self.name,
+                type(exc).__name__,
+                exc,
+                len(texts),
+                self.failure_reward,
+            )
             scored = [self.failed(REWARD_ERROR)] * len(texts)
         applicable = [s for s in scored if s.verdict != NOT_APPLICABLE]
         if log_metric is not None and applicable:

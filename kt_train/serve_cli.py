@@ -48,9 +48,13 @@ def _serve(args: argparse.Namespace) -> int:
     import_vllm()  # one error line naming the extra when vLLM is missing
     engine = {"max_model_len": config.max_model_len, "enforce_eager": config.enforce_eager}
     command = server_command(
-        config.model, host=config.host, port=config.port, served_model_name=config.served_model_name,
-        adapters=config.adapters, engine_kwargs=engine,
-    )  # fmt: skip
+        config.model,
+        host=config.host,
+        port=config.port,
+        served_model_name=config.served_model_name,
+        adapters=config.adapters,
+        engine_kwargs=engine,
+    )
     print(f"serving at http://{config.host}:{config.port}/v1: {shlex.join(command)}", flush=True)
     os.execv(command[0], command)  # the server takes this process (signals reach it directly)
     return 0  # not reached

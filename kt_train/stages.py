@@ -174,8 +174,13 @@ class RunFolder:
         """Delete the record files and markers this job made (never other files of the folder): all of them, or
         only this shard's."""
         suffix = ".shard-*-of-*" if everything else self.options.suffix
-        patterns = [f"{name}{s}{ext}" for name in self._recorded_names() for s in ("", suffix)
-                    for ext in (".jsonl", ".failures.jsonl", ".timings.jsonl") if everything or s]  # fmt: skip
+        patterns = [
+            f"{name}{s}{ext}"
+            for name in self._recorded_names()
+            for s in ("", suffix)
+            for ext in (".jsonl", ".failures.jsonl", ".timings.jsonl")
+            if everything or s
+        ]
         patterns += ["done*.json", SETTINGS_FILE, RECORDS_FILE] if everything else [self._done.name]
         for pattern in patterns:
             for path in self.output.glob(pattern):
@@ -227,9 +232,16 @@ class RunFolder:
         this shard made, e.g. the round trips of its completions, all of which it makes)."""
         mine = self.shard(items) if shard else list(items)
         return run_resumable(
-            self.path(name), mine, key, process, batch_size, progress, desc or name,
-            failure=failure, retries=self.options.retries,
-        )  # fmt: skip
+            self.path(name),
+            mine,
+            key,
+            process,
+            batch_size,
+            progress,
+            desc or name,
+            failure=failure,
+            retries=self.options.retries,
+        )
 
     def finish(self, summary: Mapping[str, Any] | None = None) -> None:
         """Mark the run (or shard) finished."""

@@ -187,8 +187,15 @@ class VLLMBackend:
         kwargs = engine_defaults(llm_kwargs, adapter, serve_adapters, merge)
         logger.info("starting a vLLM engine for %s (%s)", model, ", ".join(f"{k}={v}" for k, v in kwargs.items()))
         llm = vllm.LLM(model=resolve_model_path(model), **kwargs)
-        return cls(llm, apply_chat_template, adapter, chat_template_kwargs, system_prompt, chat_template,
-                   model if merge else None)  # fmt: skip
+        return cls(
+            llm,
+            apply_chat_template,
+            adapter,
+            chat_template_kwargs,
+            system_prompt,
+            chat_template,
+            model if merge else None,
+        )
 
     def with_adapter(self, adapter: str | None, chat_template: str | None = None) -> VLLMBackend:
         """A backend on this same engine (no second start) that generates with `adapter` (None: the base model) and
@@ -201,8 +208,15 @@ class VLLMBackend:
                     f"this vLLM engine cannot serve the adapter {adapter} (rank {adapter_rank(adapter)}): start it "
                     "with serve_adapters naming it"
                 )
-        return VLLMBackend(self.llm, self.apply_chat_template, adapter, self.chat_template_kwargs, self.system_prompt,
-                           chat_template, self.merged_from)  # fmt: skip
+        return VLLMBackend(
+            self.llm,
+            self.apply_chat_template,
+            adapter,
+            self.chat_template_kwargs,
+            self.system_prompt,
+            chat_template,
+            self.merged_from,
+        )
 
     def _hold_weights(self) -> None:
         """Merged mode: reload the engine's weights in place when it holds another model's (this backend's adapter

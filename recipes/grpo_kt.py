@@ -59,8 +59,9 @@ def prompt_rows(script_args: KTGRPOScriptArguments) -> Dataset:
 
 
 def main(script_args: KTGRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
-    run_grpo(prompt_rows(script_args), script_args, training_args, model_args, dataset_name="kt-dsl",
-             tags=["kt", "grpo"])  # fmt: skip
+    run_grpo(
+        prompt_rows(script_args), script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "grpo"]
+    )
 
 
 SCRIPT_ARGUMENTS, TRAINING_CONFIG = KTGRPOScriptArguments, GRPOConfig

@@ -64,9 +64,11 @@ def prompt_rows(script_args: NLGRPOScriptArguments) -> Dataset:
     name = script_args.dataset_name
     if name is not None and suite_rows_file(name) is None:
         return load_training_dataset(name, script_args.dataset_train_split)
-    rows = load_suite(name) if name is not None else build_suite(
-        SuiteConfig(domain=script_args.domain, seed=script_args.suite_seed)
-    ).rows  # fmt: skip
+    rows = (
+        load_suite(name)
+        if name is not None
+        else build_suite(SuiteConfig(domain=script_args.domain, seed=script_args.suite_seed)).rows
+    )
     evaluation = {row["sexpr"] for row in build_suite(SuiteConfig(domain=script_args.domain)).rows}
     kept = without_shots(exclude_expressions(rows, evaluation), script_args.domain)
     if not kept:
@@ -75,8 +77,14 @@ def prompt_rows(script_args: NLGRPOScriptArguments) -> Dataset:
 
 
 def main(script_args: NLGRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
-    run_grpo(prompt_rows(script_args), script_args, training_args, model_args, dataset_name="nl-roundtrip",
-             tags=["nl", "grpo", script_args.domain])  # fmt: skip
+    run_grpo(
+        prompt_rows(script_args),
+        script_args,
+        training_args,
+        model_args,
+        dataset_name="nl-roundtrip",
+        tags=["nl", "grpo", script_args.domain],
+    )
 
 
 SCRIPT_ARGUMENTS, TRAINING_CONFIG = NLGRPOScriptArguments, GRPOConfig

@@ -108,17 +108,26 @@ def prompt_rows(script_args: RTCEGRPOScriptArguments) -> Dataset:
         return load_training_dataset(script_args.dataset_name, script_args.dataset_train_split)
     benchmark, held_out = benchmark_and_held_out(script_args)
     rows = rtce_rl_rows(
-        benchmark, algorithms=script_args.algorithms, tasks=script_args.tasks, roundtrip=script_args.roundtrip,
+        benchmark,
+        algorithms=script_args.algorithms,
+        tasks=script_args.tasks,
+        roundtrip=script_args.roundtrip,
         exclude_ids=held_out,
-    )  # fmt: skip
+    )
     if not rows:
         raise ValueError(f"no RTCE prompts in {benchmark} for {script_args.algorithms} (all held out?)")
     return Dataset.from_list(rows)
 
 
 def main(script_args: RTCEGRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
-    run_grpo(prompt_rows(script_args), script_args, training_args, model_args, dataset_name="rtce",
-             tags=["rtce", "grpo", *script_args.algorithms])  # fmt: skip
+    run_grpo(
+        prompt_rows(script_args),
+        script_args,
+        training_args,
+        model_args,
+        dataset_name="rtce",
+        tags=["rtce", "grpo", *script_args.algorithms],
+    )
 
 
 SCRIPT_ARGUMENTS, TRAINING_CONFIG = RTCEGRPOScriptArguments, GRPOConfig

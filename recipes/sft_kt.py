@@ -230,8 +230,13 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
         raise ValueError(f"the corpus lacks the column(s) {sorted(missing)}; make it with `kt dsl generate`")
     drawn = draw_rows(dataset, rows_to_prepare(script_args, training_args), training_args.seed)
     if len(drawn) < len(dataset):
-        logger.info("%d steps read at most %d of the corpus's %d rows: preparing those (seed %d)",
-                    training_args.max_steps, len(drawn), len(dataset), training_args.seed)  # fmt: skip
+        logger.info(
+            "%d steps read at most %d of the corpus's %d rows: preparing those (seed %d)",
+            training_args.max_steps,
+            len(drawn),
+            len(dataset),
+            training_args.seed,
+        )
     dataset = drawn
     test = load_eval_split(str(corpus), script_args.dataset_test_split) if evaluates(training_args) else None
     if script_args.program_target == "segments":
@@ -239,15 +244,27 @@ def main(script_args: KTScriptArguments, training_args: SFTConfig, model_args: M
         test = None if test is None else test.map(with_segment_program)
     chats = dataset.map(to_chat, remove_columns=dataset.column_names, desc="SeqCoder chats")
     eval_chats = None if test is None else test.map(to_chat, remove_columns=test.column_names)
-    run = run_sft(chats, script_args, training_args, model_args, dataset_name="kt-dsl", tags=["kt", "seqcoder"],
-                  eval_dataset=eval_chats, arrange_train=arrange)  # fmt: skip
+    run = run_sft(
+        chats,
+        script_args,
+        training_args,
+        model_args,
+        dataset_name="kt-dsl",
+        tags=["kt", "seqcoder"],
+        eval_dataset=eval_chats,
+        arrange_train=arrange,
+    )
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
         trained = TrainedModels(
-            Path(training_args.output_dir), model_name(model_args), {"kt": training_args.output_dir},
-            training_args.seed, trained_now=run.trainer is not None, context={"corpus": str(corpus)},
+            Path(training_args.output_dir),
+            model_name(model_args),
+            {"kt": training_args.output_dir},
+            training_args.seed,
+            trained_now=run.trainer is not None,
+            context={"corpus": str(corpus)},
             **training_wandb(training_args),  # the evaluation logs beside the training run
-        )  # fmt: skip
+        )
         run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()
 

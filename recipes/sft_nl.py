@@ -112,14 +112,25 @@ def main(script_args: NLScriptArguments, training_args: SFTConfig, model_args: M
     dataset = chats_of_role(load_training_dataset(data, script_args.dataset_train_split), script_args.role)
     test = load_eval_split(data, script_args.dataset_test_split) if evaluates(training_args) else None
     tags = ["nl", script_args.ft_domain, script_args.role]
-    run = run_sft(dataset, script_args, training_args, model_args, dataset_name=f"nl-{script_args.ft_domain}",
-                  tags=tags, eval_dataset=None if test is None else chats_of_role(test, script_args.role))  # fmt: skip
+    run = run_sft(
+        dataset,
+        script_args,
+        training_args,
+        model_args,
+        dataset_name=f"nl-{script_args.ft_domain}",
+        tags=tags,
+        eval_dataset=None if test is None else chats_of_role(test, script_args.role),
+    )
     state = PartialState()
     if state.is_main_process and script_args.evaluations:
         trained = TrainedModels(
-            Path(training_args.output_dir), model_name(model_args), {"ft": training_args.output_dir},
-            training_args.seed, run.trainer is not None, **training_wandb(training_args),  # beside the training run
-        )  # fmt: skip
+            Path(training_args.output_dir),
+            model_name(model_args),
+            {"ft": training_args.output_dir},
+            training_args.seed,
+            run.trainer is not None,
+            **training_wandb(training_args),  # beside the training run
+        )
         run_evaluations(script_args.evaluations, trained, script_args)
     state.wait_for_everyone()
 

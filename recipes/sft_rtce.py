@@ -69,9 +69,12 @@ class RTCEScriptArguments(DataArguments):
     )
     adapters: str = field(
         default="per_algorithm",
-        metadata={"help": "per_algorithm: one adapter per algorithm, in output_dir/<algorithm> (the paper); shared: "
-                  "one adapter on every chosen algorithm's rows, in output_dir/all", "choices": ADAPTER_LAYOUTS},
-    )  # fmt: skip
+        metadata={
+            "help": "per_algorithm: one adapter per algorithm, in output_dir/<algorithm> (the paper); shared: "
+            "one adapter on every chosen algorithm's rows, in output_dir/all",
+            "choices": ADAPTER_LAYOUTS,
+        },
+    )
     corpus_seed: int = field(
         default=CorpusSettings.seed, metadata={"help": "default corpus: seed of the benchmark inputs"}
     )
@@ -89,14 +92,18 @@ class RTCEScriptArguments(DataArguments):
     )
     input_lengths: list[int] | None = field(
         default=None,
-        metadata={"help": "default corpus: [min, max] characters of each input, a window cut per input (None: the "
-                  "paper's full inputs)"},
-    )  # fmt: skip
+        metadata={
+            "help": "default corpus: [min, max] characters of each input, a window cut per input (None: the "
+            "paper's full inputs)"
+        },
+    )
     completions: str = field(
         default=CorpusSettings.completions,
-        metadata={"help": "default corpus: assistant turns, trace (narrated execution + answer), answer, or both",
-                  "choices": COMPLETIONS},
-    )  # fmt: skip
+        metadata={
+            "help": "default corpus: assistant turns, trace (narrated execution + answer), answer, or both",
+            "choices": COMPLETIONS,
+        },
+    )
     evaluations: list[str] = field(
         default_factory=list,
         metadata={"help": "after training: rtce (base vs adapters on held-out inputs, in a separate process)"},
@@ -117,10 +124,12 @@ class RTCEScriptArguments(DataArguments):
     eval_backend: str = eval_backend_field()
     max_steps_by_algorithm: dict[str, int] | str | None = field(
         default_factory=dict,
-        metadata={"help": "optimizer steps of one algorithm's adapter in place of max_steps (YAML: {rle: 64}; command "
-                  "line: --max_steps_by_algorithm '{rle: 64}', '{}' for none); the algorithms a 135M model learns "
-                  "slowest get the most of a fixed time budget"},
-    )  # fmt: skip
+        metadata={
+            "help": "optimizer steps of one algorithm's adapter in place of max_steps (YAML: {rle: 64}; command "
+            "line: --max_steps_by_algorithm '{rle: 64}', '{}' for none); the algorithms a 135M model learns "
+            "slowest get the most of a fixed time budget"
+        },
+    )
     eval_checkpoints: bool = field(
         default=False,
         metadata={
@@ -159,8 +168,15 @@ class RTCEScriptArguments(DataArguments):
 
     def corpus_settings(self) -> CorpusSettings:
         lengths = None if self.input_lengths is None else tuple(self.input_lengths)
-        return CorpusSettings(self.corpus_seed, self.num_inputs, self.eval_fraction, self.template_max_steps,
-                              self.prompt_style, lengths, self.completions)  # fmt: skip
+        return CorpusSettings(
+            self.corpus_seed,
+            self.num_inputs,
+            self.eval_fraction,
+            self.template_max_steps,
+            self.prompt_style,
+            lengths,
+            self.completions,
+        )
 
 
 def corpus_dir(script_args: RTCEScriptArguments) -> Path:
@@ -235,21 +251,35 @@ def main(script_args: RTCEScriptArguments, training_args: SFTConfig, model_args:
     for name, algorithms in runs.items():
         dataset, test = run_datasets(corpus, name, algorithms, script_args)
         args = adapter_args(training_args, name, script_args.max_steps_by_algorithm.get(name))
-        run = run_sft(dataset, script_args, args, model_args, dataset_name=f"rtce-{name}",
-                      tags=["rtce", *algorithms], eval_dataset=test if evaluates(args) else None)  # fmt: skip
+        run = run_sft(
+            dataset,
+            script_args,
+            args,
+            model_args,
+            dataset_name=f"rtce-{name}",
+            tags=["rtce", *algorithms],
+            eval_dataset=test if evaluates(args) else None,
+        )
         trained_now = trained_now or run.trainer is not None
     state = PartialState()
     if state.is_main_process:
         output = Path(training_args.output_dir)
         if script_args.evaluations:
             adapters, steps = evaluated_adapters(output, runs, script_args.eval_checkpoints)
-            trained = TrainedModels(output, model_name(model_args), adapters, training_args.seed, trained_now,
-                                    context={"rtce_corpus": str(corpus.parent), "adapter_steps": steps},
-                                    **training_wandb(training_args))  # fmt: skip
+            trained = TrainedModels(
+                output,
+                model_name(model_args),
+                adapters,
+                training_args.seed,
+                trained_now,
+                context={"rtce_corpus": str(corpus.parent), "adapter_steps": steps},
+                **training_wandb(training_args),
+            )
             run_evaluations(script_args.evaluations, trained, script_args)
         title = "RTCE SFT: " + ("one adapter for all algorithms" if SHARED in runs else "one adapter per algorithm")
-        report = write_report(output, list(runs), title, output / "eval" / "report.md",
-                              rtce_learning_lead(output / "eval"))  # fmt: skip
+        report = write_report(
+            output, list(runs), title, output / "eval" / "report.md", rtce_learning_lead(output / "eval")
+        )
         print(f"adapters: {', '.join(str(output / name) for name in runs)}")
         print(f"report: {report}")
         wandb = [run for name in runs for run in wandb_runs(output / name)]

@@ -82,9 +82,18 @@ def card_metadata(directory: Path) -> dict:
 
 @pytest.mark.parametrize(
     "name",
-    ["dsl corpus", "dsl eval-set", "seqcoder chats", "kt-data", "rtce benchmark", "rtce sft (all)", "rtce sft (rle)",
-     "nl suite", "nl ft-data"],
-)  # fmt: skip
+    [
+        "dsl corpus",
+        "dsl eval-set",
+        "seqcoder chats",
+        "kt-data",
+        "rtce benchmark",
+        "rtce sft (all)",
+        "rtce sft (rle)",
+        "nl suite",
+        "nl ft-data",
+    ],
+)
 def test_every_dataset_loads_without_a_warning(
     made: dict[str, Path], name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -138,12 +147,32 @@ def test_stock_trl_sft_trains_on_the_rtce_sft_corpus(made: dict[str, Path]) -> N
     assert meta["dataset_info"]["splits"][0]["num_examples"] > 0
     out = made["rtce sft (rle)"].parent / "trl-sft"
     command = [
-        str(Path(sys.executable).with_name("trl")), "sft", "--model_name_or_path", resolve_model_path(DEFAULT_MODEL),
-        "--dataset_name", str(made["rtce sft (rle)"]), "--output_dir", str(out), "--max_steps", "1",
-        "--per_device_train_batch_size", "1", "--max_length", "512",
-        "--use_peft", "--lora_r", "4", "--report_to", "none", "--save_strategy", "no", "--use_cpu", "true",
-        "--bf16", "false",  # TRL's default bf16 is emulated on a CPU without AVX512-BF16: ~10x slower
-    ]  # fmt: skip
+        str(Path(sys.executable).with_name("trl")),
+        "sft",
+        "--model_name_or_path",
+        resolve_model_path(DEFAULT_MODEL),
+        "--dataset_name",
+        str(made["rtce sft (rle)"]),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "1",
+        "--max_length",
+        "512",
+        "--use_peft",
+        "--lora_r",
+        "4",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",  # TRL's default bf16 is emulated on a CPU without AVX512-BF16: ~10x slower
+    ]
     env = os.environ | {"HF_HUB_OFFLINE": "1", "WANDB_DISABLED": "true"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

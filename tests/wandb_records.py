@@ -67,6 +67,11 @@ def run_records(run_dir: Path) -> dict[str, Any]:
             elif kind == "run":
                 logged["config"] |= _items(record.run.config.update)
                 run = record.run
-                logged["run"] = {"id": run.run_id, "project": run.project, "group": run.run_group,
-                                 "job_type": run.job_type, "name": run.display_name}  # fmt: skip
+                logged["run"] = {
+                    "id": run.run_id,
+                    "project": run.project,
+                    "group": run.run_group,
+                    "job_type": run.job_type,
+                    "name": run.display_name,
+                }
     return logged

@@ -132,9 +132,12 @@ def write_hf(
         source=source, num_items=len(corpus), num_rows=len(rows), style=style, system=note
     )
     info = CardInfo(
-        pretty_name="RTCE: round-trip code execution", description=description, command=command,
-        language=("en", "code"), tags=("rtce", "code-execution", "compression"),
-    )  # fmt: skip
+        pretty_name="RTCE: round-trip code execution",
+        description=description,
+        command=command,
+        language=("en", "code"),
+        tags=("rtce", "code-execution", "compression"),
+    )
     write_hf_dataset(output / "hf", {"train": pa.Table.from_pylist(rows, schema=schema)}, info)
     return len(rows)
 

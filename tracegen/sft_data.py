@@ -165,9 +165,12 @@ def write_dataset(
         num_rows=len(rows), counts=lines, lengths=length_card_section(stats), **card_info
     )
     info = CardInfo(
-        pretty_name=f"RTCE SFT corpus: {name}", description=description, command=card_info["command"],
-        language=("en", "code"), tags=("rtce", "code-execution", "sft"),
-    )  # fmt: skip
+        pretty_name=f"RTCE SFT corpus: {name}",
+        description=description,
+        command=card_info["command"],
+        language=("en", "code"),
+        tags=("rtce", "code-execution", "sft"),
+    )
     splits = {"train": pa.Table.from_pylist(list(rows), schema=SCHEMA)}
     if test_rows:
         splits["test"] = pa.Table.from_pylist(list(test_rows), schema=SCHEMA)

@@ -203,15 +203,29 @@ def build_tasks(
             x, z, freq = item["input"], entry["z"], entry["freq"]
             base = {"item_id": item["id"], "algorithm": name}
             tasks.append(
-                TraceTask(row_id(item["id"], name, "encode"), **base, direction="encode",
-                          source=algorithm.encoder_source(freq), argument=x, input=x, expected=z)
-            )  # fmt: skip
+                TraceTask(
+                    row_id(item["id"], name, "encode"),
+                    **base,
+                    direction="encode",
+                    source=algorithm.encoder_source(freq),
+                    argument=x,
+                    input=x,
+                    expected=z,
+                )
+            )
             skip = None if entry["roundtrip_ok"] else "not_roundtrip"
             tasks.append(
-                TraceTask(row_id(item["id"], name, "decode"), **base, direction="decode",
-                          source=algorithm.decoder_source(freq), argument=algorithm.from_json(z), input=z,
-                          expected=x, skip_reason=skip)
-            )  # fmt: skip
+                TraceTask(
+                    row_id(item["id"], name, "decode"),
+                    **base,
+                    direction="decode",
+                    source=algorithm.decoder_source(freq),
+                    argument=algorithm.from_json(z),
+                    input=z,
+                    expected=x,
+                    skip_reason=skip,
+                )
+            )
     return tasks
 
 
@@ -318,11 +332,16 @@ def collect_traces(
     tasks = build_tasks(corpus, registry, algorithms)
     config = config or SandboxConfig(max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
     settings = {
-        "benchmark_sha256": content_hash(corpus_path), "algorithms": sorted(algorithms) if algorithms else None,
-        "registry": sorted(registry), "max_lines": max_lines, "max_value_chars": max_value_chars,
-        "timeout_s": config.timeout_s, "max_output_bytes": config.max_output_bytes, "memory_mb": config.memory_mb,
+        "benchmark_sha256": content_hash(corpus_path),
+        "algorithms": sorted(algorithms) if algorithms else None,
+        "registry": sorted(registry),
+        "max_lines": max_lines,
+        "max_value_chars": max_value_chars,
+        "timeout_s": config.timeout_s,
+        "max_output_bytes": config.max_output_bytes,
+        "memory_mb": config.memory_mb,
         "version": VERSION,
-    }  # fmt: skip
+    }
     folder = RunFolder(output_dir, settings, options)
     with contextlib.ExitStack() as stack:
         pools: list[SandboxPool] = []  # started only when something is left to trace

@@ -451,10 +451,15 @@ def translate_traces(
     records = [r for r in read_jsonl(path_in) if r.get("kept")]
     engine, sampling, name = _resolve_backend(backend, model, sampling, backend_options)
     settings = {
-        "traces_sha256": content_hash(path_in), "backend": name, "model": model, "model_sha256": model_hash(model),
-        "sampling": asdict(sampling) if engine is not None else None, "max_steps": max_steps,
-        "min_value_share": min_value_share, "version": VERSION,
-    }  # fmt: skip
+        "traces_sha256": content_hash(path_in),
+        "backend": name,
+        "model": model,
+        "model_sha256": model_hash(model),
+        "sampling": asdict(sampling) if engine is not None else None,
+        "max_steps": max_steps,
+        "min_value_share": min_value_share,
+        "version": VERSION,
+    }
     folder = RunFolder(output_dir, settings, options)
 
     def translate(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -465,9 +470,15 @@ def translate_traces(
             return [_output_record(r, None, False, GENERATION_ERROR, name) for r in batch]
 
     ordered = folder.run(
-        TRANSLATIONS, records, lambda r: r["id"], translate, batch_size, progress,
-        failure=lambda r: r["reason"] if r["reason"] == GENERATION_ERROR else None, desc="translations",
-    )  # fmt: skip
+        TRANSLATIONS,
+        records,
+        lambda r: r["id"],
+        translate,
+        batch_size,
+        progress,
+        failure=lambda r: r["reason"] if r["reason"] == GENERATION_ERROR else None,
+        desc="translations",
+    )
     summary = {"backend": name, **summarize(ordered)}
     if not folder.options.sharded:
         (folder.output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

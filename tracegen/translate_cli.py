@@ -119,9 +119,13 @@ def _build(args: argparse.Namespace) -> int:
 def _sft_data_command(args: argparse.Namespace) -> str:
     """The `kt sft-data build` command, with every option that decides the output (not where it goes)."""
     parts = ["kt sft-data build --translations", args.translations, "--output OUT --max-chars", str(args.max_chars)]
-    for flag, value in (("--benchmark", args.benchmark), ("--eval-ids", args.eval_ids),
-                        ("--tokenizer", args.tokenizer), ("--length-tokenizer", args.length_tokenizer),
-                        ("--completions", args.completions if args.completions != "trace" else None)):  # fmt: skip
+    for flag, value in (
+        ("--benchmark", args.benchmark),
+        ("--eval-ids", args.eval_ids),
+        ("--tokenizer", args.tokenizer),
+        ("--length-tokenizer", args.length_tokenizer),
+        ("--completions", args.completions if args.completions != "trace" else None),
+    ):
         if value:
             parts += [flag, str(value)]
     return " ".join(parts)

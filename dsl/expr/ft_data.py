@@ -145,9 +145,13 @@ def _records(
     user_ext = extractor_prompt(word_problem, config.domain, shots=config.extractor_shots)
     return [
         {"id": row_id(pair_id, "e2w"), "messages": _chat(user_gen, word_problem), "direction": "e->w", **common},
-        {"id": row_id(pair_id, "w2e"), "messages": _chat(user_ext, f"{ANSWER_PREFIX} {expression}"),
-         "direction": "w->e", **common},
-    ]  # fmt: skip
+        {
+            "id": row_id(pair_id, "w2e"),
+            "messages": _chat(user_ext, f"{ANSWER_PREFIX} {expression}"),
+            "direction": "w->e",
+            **common,
+        },
+    ]
 
 
 def _chat(user: str, assistant: str) -> list[dict[str, str]]:
@@ -188,9 +192,12 @@ expression in, the word problem out; id `<pair>/e2w`) and `w->e` (the extractor:
 
 {lengths}"""
     return CardInfo(
-        pretty_name=f"NL round trip fine-tuning chats: {config.domain}", description=description, command=command,
-        tags=("nl-round-trip", "word-problems", "sft"), language=("en",),
-    )  # fmt: skip
+        pretty_name=f"NL round trip fine-tuning chats: {config.domain}",
+        description=description,
+        command=command,
+        tags=("nl-round-trip", "word-problems", "sft"),
+        language=("en",),
+    )
 
 
 def write_ft_dataset(

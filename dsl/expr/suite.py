@@ -244,9 +244,12 @@ infix, S-expression and JSON AST, its variables and structural features. Run the
 
 {cells_markdown(suite)}"""
     info = CardInfo(
-        pretty_name=f"NL round trip expression suite: {suite.config.domain}", description=description,
-        command=command, language=("en",), tags=("nl-round-trip", "expressions"),
-    )  # fmt: skip
+        pretty_name=f"NL round trip expression suite: {suite.config.domain}",
+        description=description,
+        command=command,
+        language=("en",),
+        tags=("nl-round-trip", "expressions"),
+    )
     write_hf_dataset(out, {"train": pa.Table.from_pylist(suite.rows)}, info)
     meta = {
         "config": asdict(suite.config),

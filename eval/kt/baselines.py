@@ -191,9 +191,11 @@ def headline_scalars(result: Mapping[str, Any]) -> dict[str, float]:
 
     baselines = ("repeat", "upper_bound", "gzip", "lmic")
     return {
-        k: v for key, value in result.items() if key in baselines or key.startswith("gzip_chunks_")
+        k: v
+        for key, value in result.items()
+        if key in baselines or key.startswith("gzip_chunks_")
         for k, v in leaves(key, value).items()
-    }  # fmt: skip
+    }
 
 
 def log_baselines_to_wandb(
@@ -211,10 +213,14 @@ def log_baselines_to_wandb(
     try:
         columns = ["id", "length", "raw_bits", "gzip_bits"]
         data = [
-            [item.id, len(item.sequence), dataset.symbol_bits * len(item.sequence),
-             sequence_gzip_bits(item.sequence, config.gzip_encoding)]
+            [
+                item.id,
+                len(item.sequence),
+                dataset.symbol_bits * len(item.sequence),
+                sequence_gzip_bits(item.sequence, config.gzip_encoding),
+            ]
             for item in dataset.items
-        ]  # fmt: skip
+        ]
         run.log(headline_scalars(result) | {"items": wandb.Table(columns=columns, data=data)})
     finally:
         finish_wandb()

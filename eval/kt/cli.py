@@ -105,9 +105,11 @@ def register_kt(commands: Any) -> None:
     compare.add_argument("second", metavar="SECOND", help="`kt eval kt` output folder of the same sequences")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument(
-        "--gzip-encoding", default="bytes", choices=["bytes", "latin1-utf8"],
+        "--gzip-encoding",
+        default="bytes",
+        choices=["bytes", "latin1-utf8"],
         help="what gzip sees of a sequence in the comparison with Gzip per sequence (default: %(default)s)",
-    )  # fmt: skip
+    )
     compare.add_argument("--output", metavar="FILE", help="also write the comparison as JSON here")
     compare.set_defaults(handler=_compare_command)
 

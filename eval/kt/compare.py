@@ -94,9 +94,14 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
             f"[{m['ci_low']:+.{digits}f}, {m['ci_high']:+.{digits}f}] |"
         )
     gzip = result["versus_gzip"]
-    lines += ["", f"Each run against Gzip per sequence (`{gzip['encoding']}`: "
-              f"CompressionRate {gzip['first']['gzip']:.4f} on these sequences):", "",
-              "| run | CompressionRate - Gzip | 95% CI |", "|---|---:|---|"]  # fmt: skip
+    lines += [
+        "",
+        f"Each run against Gzip per sequence (`{gzip['encoding']}`: "
+        f"CompressionRate {gzip['first']['gzip']:.4f} on these sequences):",
+        "",
+        "| run | CompressionRate - Gzip | 95% CI |",
+        "|---|---:|---|",
+    ]
     for name in ("first", "second"):
         m = gzip[name]
         lines.append(f"| {name} | {m['change']:+.4f} | [{m['ci_low']:+.4f}, {m['ci_high']:+.4f}] |")

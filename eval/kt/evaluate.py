@@ -154,13 +154,17 @@ class KTEvalConfig(BackendOptions):
         if self.search < 1:
             raise ValueError(f"--search must be >= 1, got {self.search}")
         if self.search > 1 and (self.model is None or self.num_samples > 1 or self.temperature == 0):
-            raise ValueError("--search K generates the greedy program and K-1 samples: it needs --model, "
-                             "--temperature > 0 for the samples and --num-samples 1")  # fmt: skip
+            raise ValueError(
+                "--search K generates the greedy program and K-1 samples: it needs --model, "
+                "--temperature > 0 for the samples and --num-samples 1"
+            )
         if self.mode == "dsl" and self.prompt != "zero-shot":
             raise ValueError("DSL mode has the SeqCoder prompt only (--prompt zero-shot)")
         if self.execution_feedback and (self.mode != "dsl" or self.model is None or self.backend != "transformers"):
-            raise ValueError("--execution-feedback runs DSL lines as a model generates them: --mode dsl, --model and "
-                             "--backend transformers")  # fmt: skip
+            raise ValueError(
+                "--execution-feedback runs DSL lines as a model generates them: --mode dsl, --model and "
+                "--backend transformers"
+            )
         if self.feedback_max_values < 1:
             raise ValueError(f"--feedback-max-values must be >= 1, got {self.feedback_max_values}")
         if self.line_search < 0 or self.line_backtracks < 0:
@@ -168,15 +172,24 @@ class KTEvalConfig(BackendOptions):
         if self.line_backtracks and not self.line_search:
             raise ValueError("--line-backtracks takes lines back in a line search: it needs --line-search")
         if self.line_search and (
-            self.mode != "dsl" or self.model is None or self.backend != "transformers" or self.temperature == 0
-            or self.search > 1 or self.num_samples > 1 or self.execution_feedback
-        ):  # fmt: skip
-            raise ValueError("--line-search R needs --mode dsl, --model, --backend transformers and --temperature > 0 "
-                             "for its samples, without --search, --num-samples or --execution-feedback")  # fmt: skip
+            self.mode != "dsl"
+            or self.model is None
+            or self.backend != "transformers"
+            or self.temperature == 0
+            or self.search > 1
+            or self.num_samples > 1
+            or self.execution_feedback
+        ):
+            raise ValueError(
+                "--line-search R needs --mode dsl, --model, --backend transformers and --temperature > 0 "
+                "for its samples, without --search, --num-samples or --execution-feedback"
+            )
 
         if self.literal_tail and (self.mode != "dsl" or self.prior != "uniform"):
-            raise ValueError("--literal-tail completes DSL programs priced by the uniform prior: --mode dsl, "
-                             "--program-prior uniform")  # fmt: skip
+            raise ValueError(
+                "--literal-tail completes DSL programs priced by the uniform prior: --mode dsl, "
+                "--program-prior uniform"
+            )
 
     @property
     def prior(self) -> ProgramPrior:
@@ -245,9 +258,13 @@ def generate_completions(
 
     def search_lines(batch: Sequence[KTItem], prompts: list[str]) -> list[dict[str, Any]]:
         found = line_search(
-            state["backend"], prompts, [item.sequence for item in batch], config.sampling(), config.line_search,
+            state["backend"],
+            prompts,
+            [item.sequence for item in batch],
+            config.sampling(),
+            config.line_search,
             config.line_backtracks,
-        )  # fmt: skip
+        )
         return [
             {"id": item.id, "completions": None if r.completion is None else [r.completion], "line_search": r.cost}
             for item, r in zip(batch, found, strict=True)
@@ -269,9 +286,15 @@ def generate_completions(
         return [{"id": item.id, "completions": t} for item, t in zip(batch, texts, strict=True)]
 
     return folder.run(
-        COMPLETIONS, dataset.items, lambda i: i.id, process, config.batch_size, progress,
-        failure=generation_failure, desc="generate",
-    )  # fmt: skip
+        COMPLETIONS,
+        dataset.items,
+        lambda i: i.id,
+        process,
+        config.batch_size,
+        progress,
+        failure=generation_failure,
+        desc="generate",
+    )
 
 
 def scoring_failure(row: dict[str, Any]) -> str | None:
@@ -358,9 +381,15 @@ def score_all(
             return score_items(dataset, completions, config, items=batch, checker=checker)
 
         return folder.run(
-            ITEMS, dataset.items, lambda i: i.id, process, config.batch_size, progress,
-            failure=scoring_failure, desc="check",
-        )  # fmt: skip
+            ITEMS,
+            dataset.items,
+            lambda i: i.id,
+            process,
+            config.batch_size,
+            progress,
+            failure=scoring_failure,
+            desc="check",
+        )
 
 
 def run_kt_eval(

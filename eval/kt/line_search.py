@@ -158,10 +158,15 @@ def line_search(
                 continue
             if not program.accept_greedy(texts[0]):
                 failed.append(program)
-        candidates = backend.generate(
-            [p.prompt for p in failed], replace(sampled, seed=sampling.seed + round_number),
-            prefixes=[p.text for p in failed],
-        ) if failed else []  # fmt: skip
+        candidates = (
+            backend.generate(
+                [p.prompt for p in failed],
+                replace(sampled, seed=sampling.seed + round_number),
+                prefixes=[p.text for p in failed],
+            )
+            if failed
+            else []
+        )
         for program, texts in zip(failed, candidates, strict=True):
             program.resample = False
             program.sampled_lines += len(texts or [])

@@ -95,8 +95,9 @@ def literal_tail_summary(
     """What the literal tails bought: the model's own programs' metrics alone (each item keeping its best sample of
     the model's), the items whose kept program has a literal tail, and the share of those items' numbers the model's
     lines wrote."""
-    model = aggregate(rows_with_samples(rows, lambda s: [x for x in s if not x.get("derived")]), symbol_bits,
-                      encoding, prior)  # fmt: skip
+    model = aggregate(
+        rows_with_samples(rows, lambda s: [x for x in s if not x.get("derived")]), symbol_bits, encoding, prior
+    )
     tailed = [r for r in rows if r.get("derived") == LITERAL_TAIL]
     written = sum(r["length"] - r["tail_length"] for r in tailed)
     return {

@@ -32,8 +32,15 @@ def _bars(axis: Any, labels: list[str], values: list[float], color: str, digits:
     axis.bar(range(len(labels)), values, color=color, alpha=0.85)
     for x, value in enumerate(values):
         if not math.isnan(value):
-            axis.annotate(f"{value:.{digits}f}", (x, value), xytext=(0, 2), textcoords="offset points",
-                          ha="center", va="bottom", fontsize=8)  # fmt: skip
+            axis.annotate(
+                f"{value:.{digits}f}",
+                (x, value),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     axis.set_xticks(range(len(labels)), labels, fontsize=8)
 
 
@@ -73,8 +80,14 @@ def prefix_figure(rows: Sequence[Mapping[str, Any]], caption_text: str) -> Any:
     other = [r["correct_prefix"] for r in rows if not r.get("correct")]
     top = max([1, *correct, *other])
     bins = [top * i / 32 for i in range(33)]
-    axis.hist([other, correct], bins=bins, stacked=True, color=["tab:red", "tab:green"], alpha=0.85,
-              label=[f"wrong or no program ({len(other)})", f"correct program ({len(correct)})"])  # fmt: skip
+    axis.hist(
+        [other, correct],
+        bins=bins,
+        stacked=True,
+        color=["tab:red", "tab:green"],
+        alpha=0.85,
+        label=[f"wrong or no program ({len(other)})", f"correct program ({len(correct)})"],
+    )
     if rows:
         mean = sum(r["correct_prefix"] for r in rows) / len(rows)
         axis.axvline(mean, color="black", linestyle=":", linewidth=1.2, label=f"mean ({mean:.1f})")

@@ -152,9 +152,11 @@ def shap_figure(result: PredictorResult, source: str = "") -> Any:
         ax.text(value, y, f" {value:.1f}% {mark}", va="center", fontsize=7)
     ax.set_xlim(0, 1.2 * max([1.0, *table["shap_pct"]]))
     ax.set_xlabel("share of mean |SHAP| (%)")
-    legend = [Patch(color="tab:green", label="↑ higher value: success"),
-              Patch(color="tab:red", label="↓ higher value: failure"),
-              Patch(color=OTHER_COLOR, label="categorical")]  # fmt: skip
+    legend = [
+        Patch(color="tab:green", label="↑ higher value: success"),
+        Patch(color="tab:red", label="↓ higher value: failure"),
+        Patch(color=OTHER_COLOR, label="categorical"),
+    ]
     ax.legend(handles=legend, loc="lower right", fontsize=7, framealpha=0.9)
     auc = None if result.auc is None else f"CV ROC AUC {result.auc:.3f}"
     n = f"n = {count(result.n_rows, 'round trip')} ({result.n_success} correct)"

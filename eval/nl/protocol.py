@@ -67,9 +67,13 @@ def default_backend(participant: Participant, config: NLRunConfig) -> Generation
     template = {"enable_thinking": config.thinking}  # templates without the variable ignore it
     try:
         return make_backend(
-            config, participant.model, adapter=participant.adapter, chat_template_kwargs=template,
-            batch_size=config.batch_size, seed=config.seed,
-        )  # fmt: skip
+            config,
+            participant.model,
+            adapter=participant.adapter,
+            chat_template_kwargs=template,
+            batch_size=config.batch_size,
+            seed=config.seed,
+        )
     except OSError as exc:  # not found locally, and the hub is offline or has no such model
         reason = first_line(exc)
         raise ModelUnavailableError(f"cannot load {participant.model!r} ({participant.label}): {reason}") from exc
@@ -104,9 +108,17 @@ def _guard_fields(text: str | None, row: dict[str, Any], guard: GuardConfig, gua
     word_problem = clean_word_problem(text) if text is not None else None
     if not guarded:
         blank = not word_problem
-        return {"word_problem": word_problem, "guard": "no_output" if blank else "pass", "leak_pass": True,
-                "operator_leak": False, "paren_leak": False, "notation": [], "missing": [], "degenerate": False,
-                "r_math": math.nan}  # fmt: skip
+        return {
+            "word_problem": word_problem,
+            "guard": "no_output" if blank else "pass",
+            "leak_pass": True,
+            "operator_leak": False,
+            "paren_leak": False,
+            "notation": [],
+            "missing": [],
+            "degenerate": False,
+            "r_math": math.nan,
+        }
     result = check_word_problem(word_problem, row["variables"], guard)
     return {
         "word_problem": word_problem,
@@ -173,21 +185,39 @@ def generate_word_problems(
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         texts, info, elapsed = _participant_texts(
-            generator, batch, lambda row: generator_prompt(row["infix"], domain, config.generator_shots), written,
-            imported, backend, config.sampling(config.generator_tokens),
-        )  # fmt: skip
+            generator,
+            batch,
+            lambda row: generator_prompt(row["infix"], domain, config.generator_shots),
+            written,
+            imported,
+            backend,
+            config.sampling(config.generator_tokens),
+        )
         log_timing(path, len(batch), elapsed)
         return [
-            {"id": row_id(row["id"], generator.label), "expr_id": row["id"], "generator": generator.label,
-             "generator_kind": generator.generator_kind, "model": generator.model, "adapter": generator.adapter,
-             **info, "text": text, **_guard_fields(text, row, guard, guarded)}
+            {
+                "id": row_id(row["id"], generator.label),
+                "expr_id": row["id"],
+                "generator": generator.label,
+                "generator_kind": generator.generator_kind,
+                "model": generator.model,
+                "adapter": generator.adapter,
+                **info,
+                "text": text,
+                **_guard_fields(text, row, guard, guarded),
+            }
             for row, text in zip(batch, texts, strict=True)
-        ]  # fmt: skip
+        ]
 
     return run_resumable(
-        path, list(rows), lambda r: row_id(r["id"], generator.label), process, config.batch_size, progress,
+        path,
+        list(rows),
+        lambda r: row_id(r["id"], generator.label),
+        process,
+        config.batch_size,
+        progress,
         f"generate {generator.label}",
-    )  # fmt: skip
+    )
 
 
 def extract_expressions(
@@ -205,21 +235,36 @@ def extract_expressions(
 
     def process(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         texts, info, elapsed = _participant_texts(
-            extractor, batch, lambda w: extractor_prompt(w["word_problem"], domain, config.extractor_shots),
-            lambda w: parser_extract(w["word_problem"], domain), imported, backend,
+            extractor,
+            batch,
+            lambda w: extractor_prompt(w["word_problem"], domain, config.extractor_shots),
+            lambda w: parser_extract(w["word_problem"], domain),
+            imported,
+            backend,
             config.sampling(config.extractor_tokens),
-        )  # fmt: skip
+        )
         log_timing(path, len(batch), elapsed)
         return [
-            {"id": row_id(w["id"], extractor.label), "extractor": extractor.label, "generator": w["generator"],
-             "expr_id": w["expr_id"], **info, "completion": text}
+            {
+                "id": row_id(w["id"], extractor.label),
+                "extractor": extractor.label,
+                "generator": w["generator"],
+                "expr_id": w["expr_id"],
+                **info,
+                "completion": text,
+            }
             for w, text in zip(batch, texts, strict=True)
-        ]  # fmt: skip
+        ]
 
     return run_resumable(
-        path, todo, lambda w: row_id(w["id"], extractor.label), process, config.batch_size, progress,
+        path,
+        todo,
+        lambda w: row_id(w["id"], extractor.label),
+        process,
+        config.batch_size,
+        progress,
         f"extract {extractor.label}",
-    )  # fmt: skip
+    )
 
 
 def _participant_info(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -230,8 +275,15 @@ def _participant_info(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 FEATURE_COLUMNS = (
-    "k", "d", "l_T", "center_of_mass", "deepest_noncomm_level", "variable_reuse", "unique_variables", "n_constants",
-)  # fmt: skip
+    "k",
+    "d",
+    "l_T",
+    "center_of_mass",
+    "deepest_noncomm_level",
+    "variable_reuse",
+    "unique_variables",
+    "n_constants",
+)
 
 
 def expression_features(columns: Sequence[str]) -> list[str]:
@@ -275,9 +327,15 @@ def build_results(
                     continue
                 verdict, kind = judged[(answer["completion"] or "", row["sexpr"])]
                 out.append(
-                    cell | {"extracted": verdict.extracted, "canonical": verdict.canonical, "verdict": verdict.verdict,
-                            "correct": verdict.verdict == "correct", "error_type": kind}
-                )  # fmt: skip
+                    cell
+                    | {
+                        "extracted": verdict.extracted,
+                        "canonical": verdict.canonical,
+                        "verdict": verdict.verdict,
+                        "correct": verdict.verdict == "correct",
+                        "error_type": kind,
+                    }
+                )
     frame = pd.DataFrame(out)
     for column in ("generator_params", "extractor_params", "r_math"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
@@ -340,22 +398,36 @@ def run_nl(
     mine = folder.shard(rows)
     generations = {
         g.label: generate_word_problems(
-            g, mine, config, domain, functools.partial(backend, g), folder.path(f"generations/{_file_stem(g.label)}"),
+            g,
+            mine,
+            config,
+            domain,
+            functools.partial(backend, g),
+            folder.path(f"generations/{_file_stem(g.label)}"),
             progress,
         )
         for g in generators
-    }  # fmt: skip
+    }
     word_problems = [w for records in generations.values() for w in records]
     extractions = {
         e.label: extract_expressions(
-            e, word_problems, config, domain, functools.partial(backend, e),
-            folder.path(f"extractions/{_file_stem(e.label)}"), progress,
+            e,
+            word_problems,
+            config,
+            domain,
+            functools.partial(backend, e),
+            folder.path(f"extractions/{_file_stem(e.label)}"),
+            progress,
         )
         for e in extractors
-    }  # fmt: skip
+    }
     if folder.options.sharded:
-        summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards,
-                   "expressions": len(mine), "word_problems": len(word_problems)}  # fmt: skip
+        summary = {
+            "shard": folder.options.shard_index,
+            "num_shards": folder.options.num_shards,
+            "expressions": len(mine),
+            "word_problems": len(word_problems),
+        }
         folder.finish(summary)
         return summary
     frame = build_results(rows, generations, extractions, domain, progress, config.judge_workers)
@@ -364,9 +436,14 @@ def run_nl(
     tmp.replace(output / RESULTS_FILE)
     numeric, categorical = analysis_features(frame)
     summary = write_report(
-        frame, output, numeric, categorical, panels=config.panels or None, seed=config.seed,
+        frame,
+        output,
+        numeric,
+        categorical,
+        panels=config.panels or None,
+        seed=config.seed,
         title=f"NL round trip: suite {Path(config.suite).name} ({domain}, {len(rows)} expressions)",
-    )  # fmt: skip
+    )
     if config.wandb_project:
         log_report_to_wandb(
             summary,

@@ -97,8 +97,9 @@ class KTCompressionReward(Reward):
         if symbol_bits < 1:
             raise ValueError(f"symbol_bits must be >= 1, got {symbol_bits}")
         if literal_tail and prior != "uniform":
-            raise ValueError("literal_tail finishes DSL programs priced by the uniform prior: mode 'dsl', prior "
-                             "'uniform'")  # fmt: skip
+            raise ValueError(
+                "literal_tail finishes DSL programs priced by the uniform prior: mode 'dsl', prior 'uniform'"
+            )
         self.literal_tail = literal_tail
         self.mode, self.prior, self.symbol_bits = mode, prior, int(symbol_bits)
         self.shaping, self.correct_bonus = shaping, float(correct_bonus)

@@ -105,9 +105,14 @@ class NLRoundTripReward(Reward):
             model = self.participant.model
             assert model is not None  # an `lm` participant names its model
             self._backend = get_backend(
-                "transformers", model, adapter=self.participant.adapter, dtype="float32", device=self.device,
-                batch_size=self.batch_size, chat_template_kwargs={"enable_thinking": False},
-            )  # fmt: skip
+                "transformers",
+                model,
+                adapter=self.participant.adapter,
+                dtype="float32",
+                device=self.device,
+                batch_size=self.batch_size,
+                chat_template_kwargs={"enable_thinking": False},
+            )
         return self._backend
 
     def close(self) -> None:

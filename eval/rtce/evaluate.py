@@ -173,8 +173,9 @@ def default_backend(spec: ModelSpec, config: RTCEEvalConfig) -> GenerationBacken
     request), so the evaluation starts one engine, not one a label."""
     system_prompt = load_summary(config.benchmark).get("system_prompt")  # the benchmark's prompt style's
     if config.backend == "vllm":
-        engine = _vllm_engine(spec.model, tuple(config.adapters.values()), system_prompt, config.seed,
-                              config.vllm_eager)  # fmt: skip
+        engine = _vllm_engine(
+            spec.model, tuple(config.adapters.values()), system_prompt, config.seed, config.vllm_eager
+        )
         return engine.with_adapter(spec.adapter)
     return make_backend(config, spec.model, adapter=spec.adapter, system_prompt=system_prompt, seed=config.seed)
 
@@ -196,9 +197,17 @@ def read_predictions(path: Path | str, items: dict[str, RTCEItem]) -> list[dict[
     for _, row, item_id, texts in read_prediction_rows(path):
         if item_id in items:
             model, temperature = str(row.get("model", BASE)), float(row.get("temperature", 0.0))
-            rows.append({"id": f"{model}/t{temperature:g}/{item_id}", "item": item_id, "model": model,
-                         "adapter": row.get("adapter"), "temperature": temperature, "n": len(texts),
-                         "completions": texts})  # fmt: skip
+            rows.append(
+                {
+                    "id": f"{model}/t{temperature:g}/{item_id}",
+                    "item": item_id,
+                    "model": model,
+                    "adapter": row.get("adapter"),
+                    "temperature": temperature,
+                    "n": len(texts),
+                    "completions": texts,
+                }
+            )
     if not rows:
         raise ValueError(f"{path} has no rows for the selected items (ids like {next(iter(items), '?')!r})")
     return rows
@@ -259,8 +268,18 @@ def run_rtce_eval(
             backend = functools.cache(functools.partial(factory, spec, config))  # loaded on first need, once
 
             asked = config.answers(spec, selected)
-            rows = generate_rows(spec, backend, asked, config.temperatures, sampling, folder, config.batch_size,
-                                 config.retries, config.backoff_s, progress)  # fmt: skip
+            rows = generate_rows(
+                spec,
+                backend,
+                asked,
+                config.temperatures,
+                sampling,
+                folder,
+                config.batch_size,
+                config.retries,
+                config.backoff_s,
+                progress,
+            )
             if config.format_repair:
                 path = folder.path(f"{spec.label}.repairs")
                 rows = with_repairs(
@@ -271,15 +290,17 @@ def run_rtce_eval(
             if config.roundtrip:
                 cases = roundtrip_cases(model_scored, items)
                 path = folder.path(f"{spec.label}.roundtrips")
-                roundtrips += run_roundtrips(cases, items, backend, sampling, path, config.batch_size, progress,
-                                             folder.options.retries)  # fmt: skip
+                roundtrips += run_roundtrips(
+                    cases, items, backend, sampling, path, config.batch_size, progress, folder.options.retries
+                )
             if config.reflection_rounds > 0:
                 path = folder.path(f"{spec.label}.reflection")
                 reflection_config = ReflectionConfig(
                     rounds=config.reflection_rounds, gen_tokens=config.reflection_gen_tokens
                 )
-                reflections += run_reflection(model_scored, items, backend, sampling, reflection_config, path,
-                                              config.batch_size, progress)  # fmt: skip
+                reflections += run_reflection(
+                    model_scored, items, backend, sampling, reflection_config, path, config.batch_size, progress
+                )
     if folder.options.sharded:
         summary = {"shard": folder.options.shard_index, "num_shards": folder.options.num_shards, "rows": len(scored)}
         folder.finish(summary)

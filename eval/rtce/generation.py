@@ -97,9 +97,15 @@ def generate_rows(
         return completion_key(spec.label, work_item[0], work_item[1].id)
 
     return folder.run(
-        f"{spec.label}.completions", work, key, process, batch_size, progress,
-        failure=generation_failure, desc=f"generate {spec.label}",
-    )  # fmt: skip
+        f"{spec.label}.completions",
+        work,
+        key,
+        process,
+        batch_size,
+        progress,
+        failure=generation_failure,
+        desc=f"generate {spec.label}",
+    )
 
 
 def generation_failure(row: dict[str, Any]) -> str | None:

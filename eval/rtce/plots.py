@@ -68,8 +68,14 @@ def radial_pass_figure(aggregated: Sequence[Row], algorithm: str, metric: str = 
             continue
         line = style(shown)
         shown += 1
-        axis.plot([*angles, angles[0]], [*values, values[0]], linewidth=1.6, markersize=5, **line,
-                  label=series_label(model, temperature, several))  # fmt: skip
+        axis.plot(
+            [*angles, angles[0]],
+            [*values, values[0]],
+            linewidth=1.6,
+            markersize=5,
+            **line,
+            label=series_label(model, temperature, several),
+        )
         points = [(a, v) for a, v in zip(angles, values) if not math.isnan(v)]
         axis.fill([a for a, _ in points], [v for _, v in points], color=line["color"], alpha=FILL_ALPHA)
     axis.set_theta_offset(math.pi / 2)  # the first task on top, the others clockwise
@@ -121,8 +127,13 @@ def length_vs_pass_figure(rows: Sequence[Row], metric: str | None = None, source
         for i, (model, temperature) in enumerate(series):
             values = [_percent(mine.get((model, temperature, label))) for label in labels]
             offset = (i - (len(series) - 1) / 2) * DODGE
-            axis.plot([x + offset for x in range(len(labels))], values, markersize=5, **style(i),
-                      label=series_label(model, temperature, several))  # fmt: skip
+            axis.plot(
+                [x + offset for x in range(len(labels))],
+                values,
+                markersize=5,
+                **style(i),
+                label=series_label(model, temperature, several),
+            )
         axis.set_xticks(range(len(labels)), [f"{label}\n(n={counts[label]})" for label in labels], fontsize=7)
         axis.set(title=algorithm_label(algorithm), xlabel="input length (characters)", ylim=(-3, 103))
         axis.grid(alpha=0.3)

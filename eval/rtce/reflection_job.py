@@ -52,8 +52,16 @@ def accuracy_by_round(records: Sequence[Mapping[str, Any]], rounds: int) -> list
         per_round = [
             sum(r["rounds"][min(k, len(r["rounds"]) - 1)]["em"] for r in group) / len(group) for k in range(rounds + 1)
         ]
-        table.append({"model": model, "temperature": temperature, "algorithm": algorithm, "task": task,
-                      "n": len(group), "em_by_round": per_round})  # fmt: skip
+        table.append(
+            {
+                "model": model,
+                "temperature": temperature,
+                "algorithm": algorithm,
+                "task": task,
+                "n": len(group),
+                "em_by_round": per_round,
+            }
+        )
     return table
 
 

@@ -102,9 +102,16 @@ def run_roundtrips(
         return records
 
     return run_resumable(
-        path, list(cases), lambda c: c["id"], process, batch_size, progress, "round trips",
-        failure=generation_failure, retries=retries,
-    )  # fmt: skip
+        path,
+        list(cases),
+        lambda c: c["id"],
+        process,
+        batch_size,
+        progress,
+        "round trips",
+        failure=generation_failure,
+        retries=retries,
+    )
 
 
 __all__ = ["roundtrip_cases", "roundtrip_prompt", "run_roundtrips"]

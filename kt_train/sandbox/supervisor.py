@@ -146,9 +146,14 @@ def _cpu_seconds(stat_fd: int | None) -> float | None:
 
 
 def _wait(
-    channel: socket.socket, streams: dict[int, Buffer], io: JobIO, res_r: int, start: float, config: SandboxConfig,
+    channel: socket.socket,
+    streams: dict[int, Buffer],
+    io: JobIO,
+    res_r: int,
+    start: float,
+    config: SandboxConfig,
     stat_fd: int | None,
-) -> str:  # fmt: skip
+) -> str:
     """Read the pipes until the fork server reports the job's exit: 'exited', 'cpu' (over its CPU time), 'wall' (over
     the wall-clock safety net) or 'overflow' (result over the cap).
 

@@ -113,9 +113,15 @@ def install_filter(compiled: Any) -> None:
 
 _MS_NOSUID, _MS_NODEV = 2, 4
 CAPABILITY_NUMBERS = {
-    "CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_SETGID": 6,
-    "CAP_SETUID": 7, "CAP_SYS_ADMIN": 21,
-}  # fmt: skip
+    "CAP_CHOWN": 0,
+    "CAP_DAC_OVERRIDE": 1,
+    "CAP_DAC_READ_SEARCH": 2,
+    "CAP_FOWNER": 3,
+    "CAP_KILL": 5,
+    "CAP_SETGID": 6,
+    "CAP_SETUID": 7,
+    "CAP_SYS_ADMIN": 21,
+}
 
 
 def mount_scratch(targets: tuple[str, ...], size_bytes: int, inodes: int) -> None:

@@ -156,9 +156,10 @@ def rows_for_steps(max_steps: int, rows_a_step: int) -> int | None:
 def rows_a_step(training_args: Any) -> int:
     """Training rows one optimizer step reads, over every process (TrainingArguments' batch, accumulation, world)."""
     return (
-        training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+        training_args.per_device_train_batch_size
+        * training_args.gradient_accumulation_steps
         * training_args.world_size
-    )  # fmt: skip
+    )
 
 
 def repeated_epochs(num_rows: int, max_steps: int, rows_a_step: int) -> float | None:

@@ -82,8 +82,10 @@ def reward_means(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
 def print_summary(run: TrainingRun, output_dir: str) -> None:
     """Where the adapter and the W&B runs are, and the rewards last logged."""
     means = reward_means(run.trainer.state.log_history)
-    print(f"saved to {output_dir}; last logged rewards: "
-          + (", ".join(f"{name} {value:.3f}" for name, value in sorted(means.items())) or "none"))  # fmt: skip
+    print(
+        f"saved to {output_dir}; last logged rewards: "
+        + (", ".join(f"{name} {value:.3f}" for name, value in sorted(means.items())) or "none")
+    )
     runs = wandb_runs(Path(output_dir))
     if runs:
         print(f"W&B runs (sync with `wandb sync DIR` when offline): {', '.join(map(str, runs))}")
@@ -103,8 +105,9 @@ def run_grpo(
     try:
         tokenizer = get_training_tokenizer(model_args, training_args)
         train_dataset, eval_dataset, dropped = prepare_prompts(dataset, script_args, training_args, tokenizer)
-        settings = run_settings(script_args, training_args, model_args, dataset=train_dataset,
-                                world_size=training_args.world_size)  # fmt: skip
+        settings = run_settings(
+            script_args, training_args, model_args, dataset=train_dataset, world_size=training_args.world_size
+        )
         start = start_run(training_args, settings)
         if start.finished:
             return finished_run(training_args)
@@ -123,9 +126,16 @@ def run_grpo(
         )
         data_metrics = {"train_prompts": len(train_dataset), "train_prompts_over_max": dropped}
         data_metrics |= {"eval_prompts": len(eval_dataset)} if eval_dataset is not None else {}
-        run = train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
-                               dataset_name=dataset_name, tags=tags,
-                               run_config=run_config(script_args, model_args))  # fmt: skip
+        run = train_and_finish(
+            trainer,
+            tokenizer,
+            training_args,
+            start.checkpoint,
+            data_metrics,
+            dataset_name=dataset_name,
+            tags=tags,
+            run_config=run_config(script_args, model_args),
+        )
         if trainer.accelerator.is_main_process:
             print_summary(run, training_args.output_dir)
         return run

@@ -176,10 +176,16 @@ def save_outputs(
         trainer.model.generation_config.save_pretrained(output_dir)
         base = record_base_model(output_dir, local_base)
         write_model_card(
-            output_dir, base=base, local_base=local_base, adapter=adapter, dataset_name=dataset_name, tags=tags,
-            metrics=metrics or {}, trainer_name=getattr(trainer, "_name", type(trainer).__name__),
+            output_dir,
+            base=base,
+            local_base=local_base,
+            adapter=adapter,
+            dataset_name=dataset_name,
+            tags=tags,
+            metrics=metrics or {},
+            trainer_name=getattr(trainer, "_name", type(trainer).__name__),
             hub_model_id=training_args.hub_model_id,
-        )  # fmt: skip
+        )
         logger.info("saved the %s (base %s) to %s", "adapter" if adapter else "model", base, output_dir)
 
 

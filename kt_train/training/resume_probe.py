@@ -136,9 +136,12 @@ def _start(command: Sequence[str], output_dir: Path, log: Path, env: Mapping[str
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(  # its own process group: the kill takes the launcher and every rank
-            [*command, "--output_dir", str(output_dir)], stdout=out, stderr=subprocess.STDOUT,
-            env=None if env is None else dict(env), start_new_session=True,
-        )  # fmt: skip
+            [*command, "--output_dir", str(output_dir)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
 
 
 def _finished(process: subprocess.Popen, log: Path) -> None:
@@ -242,8 +245,10 @@ def _completions(output_dir: Path) -> dict[str, list[dict[str, Any]]]:
 def compare_runs(expected: Path, actual: Path) -> list[str]:
     """Every way the runs in `actual` differ from those in `expected` (`run_dirs`): per-step log, weights, GRPO
     completions."""
-    names = [{str(run.relative_to(top)) for run in run_dirs(top) if (run / "trainer_state.json").is_file()}
-             for top in (expected, actual)]  # fmt: skip
+    names = [
+        {str(run.relative_to(top)) for run in run_dirs(top) if (run / "trainer_state.json").is_file()}
+        for top in (expected, actual)
+    ]
     if not names[0]:
         return [f"{expected} holds no finished run (trainer_state.json)"]
     differences = [f"runs {sorted(names[1])}, expected {sorted(names[0])}"] if names[0] != names[1] else []

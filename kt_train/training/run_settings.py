@@ -32,14 +32,35 @@ FINISHED_FILE = "train_results.json"
 RESULT_FILES = (FINISHED_FILE, "all_results.json", "trainer_state.json", SETTINGS_FILE)
 IGNORED_KEYS = frozenset(
     {
-        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "report_to", "run_name", "project",
-        "disable_tqdm", "log_level", "log_level_replica", "log_on_each_node", "push_to_hub", "enable_jit_checkpoint",
-        "skip_memory_metrics", "local_rank", "debug", "include_num_input_tokens_seen", "torch_empty_cache_steps",
-        "restore_callback_states_from_checkpoint", "ddp_timeout", "do_train", "do_eval", "do_predict",
-        "per_device_eval_batch_size", "prediction_loss_only", "include_for_metrics", "batch_eval_metrics",
+        "output_dir",
+        "overwrite_output_dir",
+        "resume_from_checkpoint",
+        "report_to",
+        "run_name",
+        "project",
+        "disable_tqdm",
+        "log_level",
+        "log_level_replica",
+        "log_on_each_node",
+        "push_to_hub",
+        "enable_jit_checkpoint",
+        "skip_memory_metrics",
+        "local_rank",
+        "debug",
+        "include_num_input_tokens_seen",
+        "torch_empty_cache_steps",
+        "restore_callback_states_from_checkpoint",
+        "ddp_timeout",
+        "do_train",
+        "do_eval",
+        "do_predict",
+        "per_device_eval_batch_size",
+        "prediction_loss_only",
+        "include_for_metrics",
+        "batch_eval_metrics",
         "torch_threads",
     }
-)  # fmt: skip
+)
 IGNORED_PREFIXES = ("logging_", "save_", "hub_", "trackio_", "wandb_", "dataloader_", "eval_")
 
 

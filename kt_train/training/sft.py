@@ -125,9 +125,12 @@ def run_sft(
     if (epochs := repeated_epochs(len(train_dataset), training_args.max_steps, step_rows)) is not None:
         logger.warning(
             "max_steps=%d reads %d rows but %d are left after the length filter and the hold-out: %.3f epochs, rows "
-            "repeat", training_args.max_steps, rows_for_steps(training_args.max_steps, step_rows), len(train_dataset),
+            "repeat",
+            training_args.max_steps,
+            rows_for_steps(training_args.max_steps, step_rows),
+            len(train_dataset),
             epochs,
-        )  # fmt: skip
+        )
     world_size = training_args.world_size
     settings = run_settings(data_args, training_args, model_args, dataset=train_dataset, world_size=world_size)
     start = start_run(training_args, settings)
@@ -144,9 +147,16 @@ def run_sft(
     data_metrics = {"train_samples": len(train_dataset), "train_rows_over_max_length": rows.dropped}
     if rows.eval is not None:
         data_metrics["eval_samples"] = len(rows.eval)
-    return train_and_finish(trainer, tokenizer, training_args, start.checkpoint, data_metrics,
-                            dataset_name=dataset_name, tags=tags,
-                            run_config=run_config(data_args, model_args))  # fmt: skip
+    return train_and_finish(
+        trainer,
+        tokenizer,
+        training_args,
+        start.checkpoint,
+        data_metrics,
+        dataset_name=dataset_name,
+        tags=tags,
+        run_config=run_config(data_args, model_args),
+    )
 
 
 __all__ = ["PreparedRows", "SFTRun", "evaluates", "prepare_dataset", "prepare_datasets", "run_sft"]

@@ -52,11 +52,32 @@ def test_stock_trl_sft_trains_on_the_chats(chats: Path) -> None:
     out = chats / "trl-sft"
     trl = str(Path(sys.executable).with_name("trl"))
     command = [
-        trl, "sft", "--model_name_or_path", resolve_model_path(DEFAULT_MODEL), "--dataset_name", str(chats / "chats"),
-        "--output_dir", str(out), "--max_steps", "1", "--per_device_train_batch_size", "2", "--max_length", "256",
-        "--use_peft", "--lora_r", "4", "--report_to", "none", "--save_strategy", "no", "--use_cpu", "true",
-        "--bf16", "false",  # TRL's default bf16 is emulated on a CPU without AVX512-BF16: ~10x slower
-    ]  # fmt: skip
+        trl,
+        "sft",
+        "--model_name_or_path",
+        resolve_model_path(DEFAULT_MODEL),
+        "--dataset_name",
+        str(chats / "chats"),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "2",
+        "--max_length",
+        "256",
+        "--use_peft",
+        "--lora_r",
+        "4",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",  # TRL's default bf16 is emulated on a CPU without AVX512-BF16: ~10x slower
+    ]
     env = os.environ | {"HF_HUB_OFFLINE": "1", "WANDB_DISABLED": "true"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -38,8 +38,11 @@ def test_line_feedback_runs_each_line_and_ends_at_the_first_failure() -> None:
     feedback = LineFeedback(max_values=4)
     first = feedback.add("sequence_1 = range_func_up(1, 20) # the model's own comment is dropped")
     assert (first.code, first.comment, first.error, first.is_output) == (
-        "sequence_1 = range_func_up(1, 20)", "# [1, 2, 3, 4, ...]", None, False,
-    )  # fmt: skip
+        "sequence_1 = range_func_up(1, 20)",
+        "# [1, 2, 3, 4, ...]",
+        None,
+        False,
+    )
     assert feedback.add("sequence_2 = add_item_list(sequence_1, 3)").comment == "# [4, 5, 6, 7, ...]"
     done = feedback.add("output = sequence_2")
     assert done.is_output and done.error is None and done.comment == "# [4, 5, 6, 7, ...]"

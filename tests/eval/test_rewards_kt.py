@@ -83,9 +83,18 @@ def test_wrong_and_malformed_completions_fail_without_raising() -> None:
     ]
     got = verdicts(KTCompressionReward(failure_reward=-0.25), completions, [SEQUENCE] * len(completions))
     assert [v for _, v in got] == [
-        "wrong_output", "no_completion", "no_completion", "no_code", "syntax_error", "syntax_error",
-        "syntax_error", "resource", "no_completion", "no_completion", "correct",
-    ]  # fmt: skip
+        "wrong_output",
+        "no_completion",
+        "no_completion",
+        "no_code",
+        "syntax_error",
+        "syntax_error",
+        "syntax_error",
+        "resource",
+        "no_completion",
+        "no_completion",
+        "correct",
+    ]
     assert [r for r, _ in got][:-1] == [-0.25] * (len(completions) - 1)
     assert got[-1][0] > 0.9
 
@@ -99,8 +108,10 @@ def test_rows_with_other_sequences_are_judged_against_their_own() -> None:
 
 def test_a_literal_tail_earns_the_compression_of_the_prefix_the_program_wrote() -> None:
     sequence = [*SEQUENCE, 7, 200, 3]
-    right = ("sequence_1 = range_func_up(1, 40)\nsequence_2 = set_list([7, 200, 3])\n"
-             "sequence_3 = concatenate(sequence_1, sequence_2)\noutput = sequence_3")  # fmt: skip
+    right = (
+        "sequence_1 = range_func_up(1, 40)\nsequence_2 = set_list([7, 200, 3])\n"
+        "sequence_3 = concatenate(sequence_1, sequence_2)\noutput = sequence_3"
+    )
     wrong = right.replace("range_func_up(1, 40)", "range_func_up(1, 30)")  # the prefix 1..30, then a wrong line
     tailed = literal_tail_program(wrong, sequence, 8 * len(sequence))
     assert tailed is not None
@@ -117,9 +128,14 @@ def test_a_literal_tail_earns_the_compression_of_the_prefix_the_program_wrote() 
 
 @pytest.mark.parametrize(
     "options",
-    [{"mode": "sql"}, {"correct_bonus": 2.0}, {"symbol_bits": 0}, {"prior": "lz"},
-     {"prior": "gzip", "literal_tail": True}],
-)  # fmt: skip
+    [
+        {"mode": "sql"},
+        {"correct_bonus": 2.0},
+        {"symbol_bits": 0},
+        {"prior": "lz"},
+        {"prior": "gzip", "literal_tail": True},
+    ],
+)
 def test_bad_options(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         KTCompressionReward(**options)

@@ -32,9 +32,11 @@ def chat(content: Any) -> list[dict[str, Any]]:
 def scored(reward: NLRoundTripReward, completions: list[Any], node: Node, domain: str = "arithmetic") -> list[Any]:
     seen: dict[str, list[str]] = {}
     out = reward(
-        completions=completions, expression=[to_sexpr(node)] * len(completions), domain=[domain] * len(completions),
+        completions=completions,
+        expression=[to_sexpr(node)] * len(completions),
+        domain=[domain] * len(completions),
         log_extra=seen.__setitem__,
-    )  # fmt: skip
+    )
     return list(zip(out, seen["nl_roundtrip_reward_verdict"], strict=True))
 
 

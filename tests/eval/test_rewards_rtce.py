@@ -79,10 +79,18 @@ def test_answer_reward_malformed_completions_are_no_answer() -> None:
     nested = "[" * 5000 + "]" * 5000
     deep = "[" * 600 + "1" + "]" * 600
     completions = [
-        "", "garbage", '[ANSWER]\n{"output": [1, 2\n[/ANSWER]', '[ANSWER]{"answer": 5}[/ANSWER]', "[ANSWER]5[/ANSWER]",
-        chat(None), [], chat(answer([1, 2])), f'[ANSWER]{{"output": {nested}}}[/ANSWER]',
-        f'[ANSWER]{{"output": {deep}}}[/ANSWER]', f'[ANSWER]{{"output": {"9" * 5000}}}[/ANSWER]',
-    ]  # fmt: skip
+        "",
+        "garbage",
+        '[ANSWER]\n{"output": [1, 2\n[/ANSWER]',
+        '[ANSWER]{"answer": 5}[/ANSWER]',
+        "[ANSWER]5[/ANSWER]",
+        chat(None),
+        [],
+        chat(answer([1, 2])),
+        f'[ANSWER]{{"output": {nested}}}[/ANSWER]',
+        f'[ANSWER]{{"output": {deep}}}[/ANSWER]',
+        f'[ANSWER]{{"output": {"9" * 5000}}}[/ANSWER]',
+    ]
     got = scored(RTCEAnswerReward(failure_reward=-1.0), completions, answer_json=["[1, 2]"] * len(completions))
     assert got == [(-1.0, "no_answer")] * 7 + [
         (1.0, "correct"),
@@ -114,9 +122,11 @@ def test_a_rounded_arithmetic_coding_answer_is_paid_only_under_the_release_toler
 def test_answer_reward_skips_roundtrip_rows() -> None:
     seen: dict[str, float] = {}
     out = RTCEAnswerReward()(
-        completions=[answer([1]), roundtrip([1], "x")], answer_json=["[1]", "[1]"], task=["output_pred", "roundtrip"],
+        completions=[answer([1]), roundtrip([1], "x")],
+        answer_json=["[1]", "[1]"],
+        task=["output_pred", "roundtrip"],
         log_metric=seen.__setitem__,
-    )  # fmt: skip
+    )
     assert out == [1.0, None] and seen == {"rtce_answer_reward/correct": 1.0}
 
 
@@ -147,20 +157,44 @@ def test_each_check_mode_judges_what_it_says(pooled: dict[str, Any]) -> None:
     model = [v for _, v in scored(RTCERoundTripReward(check="model"), completions, **columns)]
     both = [v for _, v in scored(pooled["both"], completions, **columns)]
     executed = [v for _, v in scored(pooled["executed"], completions, **columns)]
-    assert model == ["roundtrip", "self_inconsistent", "roundtrip", "roundtrip", "self_inconsistent", "no_decoded",
-                     "no_decoded"]  # fmt: skip
-    assert both == ["decoder_error", "self_inconsistent", "decoded_mismatch", "roundtrip", "self_inconsistent",
-                    "no_decoded", "no_decoded"]  # fmt: skip
-    assert executed == ["decoder_error", "roundtrip", "decoded_mismatch", "roundtrip", "roundtrip", "roundtrip",
-                        "roundtrip"]  # fmt: skip
+    assert model == [
+        "roundtrip",
+        "self_inconsistent",
+        "roundtrip",
+        "roundtrip",
+        "self_inconsistent",
+        "no_decoded",
+        "no_decoded",
+    ]
+    assert both == [
+        "decoder_error",
+        "self_inconsistent",
+        "decoded_mismatch",
+        "roundtrip",
+        "self_inconsistent",
+        "no_decoded",
+        "no_decoded",
+    ]
+    assert executed == [
+        "decoder_error",
+        "roundtrip",
+        "decoded_mismatch",
+        "roundtrip",
+        "roundtrip",
+        "roundtrip",
+        "roundtrip",
+    ]
 
 
 def test_rows_of_other_tasks_are_not_applicable(pooled: dict[str, Any]) -> None:
     z, _ = encoded("lzw")
     out = pooled["both"](
-        completions=[roundtrip(z, X), roundtrip(z, X)], x=[X, X], algorithm=["lzw", "lzw"], freq_json=["null"] * 2,
+        completions=[roundtrip(z, X), roundtrip(z, X)],
+        x=[X, X],
+        algorithm=["lzw", "lzw"],
+        freq_json=["null"] * 2,
         task=["roundtrip", "output_pred"],
-    )  # fmt: skip
+    )
     assert out == [1.0, None]
 
 
@@ -172,27 +206,45 @@ def test_hostile_and_malformed_answers_fail_in_bounded_time_and_spare_the_rest(p
     cases = [
         ("correct lzw", roundtrip(z_lzw, X), "lzw", "null", "roundtrip"),
         ("lzw blow-up", roundtrip([104, *range(256, 256 + 200_000)], X), "lzw", "null", "timeout|memory"),
-        ("10^7-long list", f'[ANSWER]{{"output": {long_list}, "decoded": "{X}"}}[/ANSWER]', "lzw", "null",
-         "timeout|memory"),
+        (
+            "10^7-long list",
+            f'[ANSWER]{{"output": {long_list}, "decoded": "{X}"}}[/ANSWER]',
+            "lzw",
+            "null",
+            "timeout|memory",
+        ),
         ("huge run", roundtrip([["a", 10**10]], X), "rle", "null", "memory|decoder_error"),
         ("enormous int", roundtrip([["a", 10**300]], X), "rle", "null", "decoder_error|memory"),
-        ("too many digits", f'[ANSWER]{{"output": {"9" * 5000}, "decoded": "{X}"}}[/ANSWER]', "lzw", "null",
-         "no_answer"),
+        (
+            "too many digits",
+            f'[ANSWER]{{"output": {"9" * 5000}, "decoded": "{X}"}}[/ANSWER]',
+            "lzw",
+            "null",
+            "no_answer",
+        ),
         ("infinite float", roundtrip(1e308 * 10, X), "ae", freq_ae, "decoder_error"),
         ("wrong type", roundtrip({"a": 1}, X), "huffman", freq_huffman, "decoder_error"),
-        ("deeply nested", f'[ANSWER]{{"output": {"[" * 900 + "]" * 900}, "decoded": "{X}"}}[/ANSWER]', "rle", "null",
-         "decoder_error"),
+        (
+            "deeply nested",
+            f'[ANSWER]{{"output": {"[" * 900 + "]" * 900}, "decoded": "{X}"}}[/ANSWER]',
+            "rle",
+            "null",
+            "decoder_error",
+        ),
         ("empty", "", "lzw", "null", "no_answer"),
         ("truncated", roundtrip(z_lzw, X)[:30], "lzw", "null", "no_answer"),
         ("none content", chat(None), "lzw", "null", "no_answer"),
         ("correct ae", chat(roundtrip(z_ae, X)), "ae", freq_ae, "roundtrip"),
         ("correct huffman", roundtrip(z_huffman, X), "huffman", freq_huffman, "roundtrip"),
-    ]  # fmt: skip
+    ]
     start = time.perf_counter()
     got = scored(
-        pooled["both"], [c[1] for c in cases], x=[X] * len(cases), algorithm=[c[2] for c in cases],
+        pooled["both"],
+        [c[1] for c in cases],
+        x=[X] * len(cases),
+        algorithm=[c[2] for c in cases],
         freq_json=[c[3] for c in cases],
-    )  # fmt: skip
+    )
     assert time.perf_counter() - start < 30
     for (label, *_, allowed), (reward, verdict) in zip(cases, got, strict=True):
         assert verdict in allowed.split("|"), label

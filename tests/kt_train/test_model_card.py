@@ -41,10 +41,16 @@ def test_an_adapter_names_its_base_by_hub_id(cache: Path, tmp_path: Path) -> Non
 
 def test_the_card_names_model_data_metrics_and_command(cache: Path, tmp_path: Path) -> None:
     card = model_card(
-        tmp_path / "sft-kt", base=HUB_ID, local_base=str(cache), adapter=True, dataset_name="kt-dsl", tags=["kt"],
-        metrics={"train_loss": 1.25, "epoch": 1.0, "other": 3}, trainer_name="SFT",
+        tmp_path / "sft-kt",
+        base=HUB_ID,
+        local_base=str(cache),
+        adapter=True,
+        dataset_name="kt-dsl",
+        tags=["kt"],
+        metrics={"train_loss": 1.25, "epoch": 1.0, "other": 3},
+        trainer_name="SFT",
         command=["recipes/sft_kt.py", "--config", "recipes/smollm2-135m/sft_kt/config_cpu.yaml"],
-    )  # fmt: skip
+    )
     assert card.startswith("---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\n")
     assert "library_name: peft" in card and "- lora" in card and "datasets:" not in card  # kt-dsl is no hub dataset
     assert "# sft-kt\n" in card and f"[{HUB_ID}](https://huggingface.co/{HUB_ID})" in card and "on `kt-dsl`" in card
@@ -53,8 +59,15 @@ def test_the_card_names_model_data_metrics_and_command(cache: Path, tmp_path: Pa
     assert "- train_loss: 1.25\n- epoch: 1.0\n" in card and "other" not in card
     assert f'AutoPeftModelForCausalLM.from_pretrained("{tmp_path / "sft-kt"}")' in card and "None" not in card
     published = model_card(
-        tmp_path / "x", base=HUB_ID, local_base=None, adapter=False, dataset_name="org/data", tags=[],
-        metrics={}, trainer_name="GRPO", hub_model_id="me/kt-grpo",
-    )  # fmt: skip
+        tmp_path / "x",
+        base=HUB_ID,
+        local_base=None,
+        adapter=False,
+        dataset_name="org/data",
+        tags=[],
+        metrics={},
+        trainer_name="GRPO",
+        hub_model_id="me/kt-grpo",
+    )
     assert "# me/kt-grpo\n" in published and 'AutoModelForCausalLM.from_pretrained("me/kt-grpo")' in published
     assert "datasets:\n- org/data" in published and "dequantized" not in published

@@ -51,10 +51,13 @@ def server(lora_adapter: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """The base URL of a vLLM server of the embedded model (as SERVED) and the adapter (as ADAPTER)."""
     port = free_port()
     command = server_command(
-        NAME, port=port, served_model_name=SERVED, adapters={ADAPTER: str(lora_adapter)},
+        NAME,
+        port=port,
+        served_model_name=SERVED,
+        adapters={ADAPTER: str(lora_adapter)},
         engine_kwargs={"enforce_eager": True, "max_model_len": CONTEXT},
         extra_args=["--uvicorn-log-level", "warning", "--disable-uvicorn-access-log"],
-    )  # fmt: skip
+    )
     log = tmp_path_factory.mktemp("server") / "server.log"
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -157,8 +160,26 @@ def test_kt_eval_over_a_server_resumes_by_the_run_contract(server: str, syntheti
     row is made again; a batch whose requests fail is recorded as failed and made again by the next run."""
     out = tmp_path / "kt"
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    command = ["eval", "kt", "--dataset", str(synthetic), "--output", str(out), "--mode", "dsl", "--model", SERVED,
-               "--backend", "openai", "--limit", "2", "--max-new-tokens", "16", "--batch-size", "1"]  # fmt: skip
+    command = [
+        "eval",
+        "kt",
+        "--dataset",
+        str(synthetic),
+        "--output",
+        str(out),
+        "--mode",
+        "dsl",
+        "--model",
+        SERVED,
+        "--backend",
+        "openai",
+        "--limit",
+        "2",
+        "--max-new-tokens",
+        "16",
+        "--batch-size",
+        "1",
+    ]
     assert main([*command, "--base-url", server]) == 0
     completions = (out / COMPLETIONS_FILE).read_text().splitlines()
     assert len(completions) == 2 and all(json.loads(row)["completions"][0] for row in completions)
@@ -168,9 +189,16 @@ def test_kt_eval_over_a_server_resumes_by_the_run_contract(server: str, syntheti
     assert (out / COMPLETIONS_FILE).read_text().splitlines() == completions  # greedy: the same text again
 
     config = KTEvalConfig(
-        dataset=str(synthetic), output=str(tmp_path / "flaky"), mode="dsl", model=SERVED, limit=2,
-        max_new_tokens=16, batch_size=2, backend="openai", base_url=server,
-    )  # fmt: skip
+        dataset=str(synthetic),
+        output=str(tmp_path / "flaky"),
+        mode="dsl",
+        model=SERVED,
+        limit=2,
+        max_new_tokens=16,
+        batch_size=2,
+        backend="openai",
+        base_url=server,
+    )
     run_kt_eval(config, factory=lambda c: OpenAIBackend(SERVED, dead, max_retries=0), progress=False)
     failed = [json.loads(line) for line in (tmp_path / "flaky" / COMPLETIONS_FILE).read_text().splitlines()]
     assert all(row["completions"] is None and "APIConnectionError" in row["error"] for row in failed)

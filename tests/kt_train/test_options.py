@@ -42,12 +42,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def test_flags_cover_every_field_and_build_the_config() -> None:
     args = _parser().parse_args(
-        ["--output", "o", "--steps", "7", "--rate", "1e-3", "--mode", "b", "--limit", "4", "--names", "y", "z",
-         "--adapter", "lzw=/a", "--adapters", "rle=/b", "--panel", "p=e1,e2", "--no-roundtrip", "--quiet"]
-    )  # fmt: skip
+        [
+            "--output",
+            "o",
+            "--steps",
+            "7",
+            "--rate",
+            "1e-3",
+            "--mode",
+            "b",
+            "--limit",
+            "4",
+            "--names",
+            "y",
+            "z",
+            "--adapter",
+            "lzw=/a",
+            "--adapters",
+            "rle=/b",
+            "--panel",
+            "p=e1,e2",
+            "--no-roundtrip",
+            "--quiet",
+        ]
+    )
     config = options_from(Example, args)
-    assert config == Example("o", 7, 1e-3, "b", 4, ["y", "z"], {"lzw": "/a", "rle": "/b"}, {"p": ["e1", "e2"]},
-                             False, True)  # fmt: skip
+    assert config == Example(
+        "o", 7, 1e-3, "b", 4, ["y", "z"], {"lzw": "/a", "rle": "/b"}, {"p": ["e1", "e2"]}, False, True
+    )
     assert options_from(Example, _parser().parse_args(["--output", "o"])) == Example("o")
 
 

@@ -39,9 +39,13 @@ def test_first_rows_that_fill_the_run_are_refused() -> None:
 def test_the_trainer_reads_the_stream_in_order(tmp_path: Path) -> None:
     stream = ordered_stream(rows("copy", 3), rows("row", 5), total=8, seed=1)
     args = TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=2, train_sampling_strategy="sequential", use_cpu=True,
-        report_to=[], remove_unused_columns=False,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        train_sampling_strategy="sequential",
+        use_cpu=True,
+        report_to=[],
+        remove_unused_columns=False,
+    )
     trainer = Trainer(model=torch.nn.Linear(1, 1), args=args, train_dataset=stream, data_collator=lambda b: b)
     read = [row["text"] for batch in trainer.get_train_dataloader() for row in batch]
     assert read == stream["text"]

@@ -152,9 +152,10 @@ def test_format_reward_full_match_after_strip() -> None:
     log = Recorder()
     pattern = r"\d+( \d+)*"
     out = format_reward(
-        completions=["  1 2 3\n", chat("12"), "1 2 x", "", chat(None)], format_pattern=[pattern] * 5,
+        completions=["  1 2 3\n", chat("12"), "1 2 x", "", chat(None)],
+        format_pattern=[pattern] * 5,
         log_metric=log.metric,
-    )  # fmt: skip
+    )
     assert out == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert log.metrics == {"format_reward/bad_format": 0.6, "format_reward/ok": 0.4}
     assert format_reward(completions=["a\nb"], format_pattern=["a.b"]) == [1.0]  # DOTALL

@@ -38,8 +38,9 @@ from kt_train.vllm_server import engine_flags  # noqa: E402
 
 @pytest.fixture(scope="module")
 def engine(lora_adapter: Path) -> Iterator[VLLMBackend]:
-    backend = VLLMBackend.load(NAME, adapter=str(lora_adapter), merge_adapters=False, enforce_eager=True,
-                               max_model_len=CONTEXT)  # fmt: skip
+    backend = VLLMBackend.load(
+        NAME, adapter=str(lora_adapter), merge_adapters=False, enforce_eager=True, max_model_len=CONTEXT
+    )
     yield backend
     backend.close()
 
@@ -195,8 +196,13 @@ def test_merged_adapters_reload_in_place_and_give_the_adapters_texts(
     merged, and the base weights again for the base model; each gives the transformers backend's texts of that
     model, and the prefix cache never serves one model's prefill to another."""
     second = save_random_adapter(tmp_path / "second", seed=1)
-    merged = VLLMBackend.load(NAME, serve_adapters=[str(lora_adapter), str(second)], enforce_eager=True,
-                              max_model_len=CONTEXT, enable_prefix_caching=True)  # fmt: skip
+    merged = VLLMBackend.load(
+        NAME,
+        serve_adapters=[str(lora_adapter), str(second)],
+        enforce_eager=True,
+        max_model_len=CONTEXT,
+        enable_prefix_caching=True,
+    )
     try:
         assert merged.merged_from == NAME and merged.llm.llm_engine.vllm_config.lora_config is None
         base_texts = merged.with_adapter(None).generate(PROMPTS, GREEDY)

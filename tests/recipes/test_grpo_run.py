@@ -100,9 +100,25 @@ def test_grpo_kt_with_step_credit_trains_and_logs_its_credit(tmp_path: Path, tin
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=20, seed=3, progress=False)
     recipe = load_recipe("grpo_kt")
     out = tmp_path / "out"
-    argv = ["--config", str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"), "--dataset_name", str(corpus),
-            "--output_dir", str(out), "--model_name_or_path", tiny_model_dir, "--use_peft", "false",
-            "--credit_assignment", "step", "--max_train_samples", "4", "--report_to", "none", *GRPO_QUICK]  # fmt: skip
+    argv = [
+        "--config",
+        str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"),
+        "--dataset_name",
+        str(corpus),
+        "--output_dir",
+        str(out),
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--use_peft",
+        "false",
+        "--credit_assignment",
+        "step",
+        "--max_train_samples",
+        "4",
+        "--report_to",
+        "none",
+        *GRPO_QUICK,
+    ]
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv, training_config=recipe.TRAINING_CONFIG) == 0
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     for key in ("step_credit/steps", "step_credit/credited_steps", "step_credit/credited_tokens"):

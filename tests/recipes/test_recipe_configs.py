@@ -107,8 +107,11 @@ def test_broken_config_gives_one_error_line(tmp_path: Path) -> None:
     config.write_text("output_dir: out\nlearning_rate_typo: 1\n")
     done = subprocess.run(
         [sys.executable, str(ROOT / "recipes/sft_rtce.py"), "--config", str(config)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "learning_rate_typo" in errors[0]
@@ -187,8 +190,13 @@ def test_cpu_configs_train_on_micro_batches_of_one_row_with_a_set_thread_count()
     """Micro-batches of one row (no padding: 1.6x faster than two padded rows here, half the memory), the effective
     batch kept by gradient accumulation, and the torch threads chosen (was: 2 x 4 and whatever accelerate chose)."""
     assert {c.relative_to(ROOT / "recipes").parts[1] for c in CPU_CONFIGS} == {
-        "sft_kt", "sft_nl", "sft_rtce", "grpo_kt", "grpo_nl", "grpo_rtce",
-    }  # fmt: skip
+        "sft_kt",
+        "sft_nl",
+        "sft_rtce",
+        "grpo_kt",
+        "grpo_nl",
+        "grpo_rtce",
+    }
     for config in CPU_CONFIGS:
         values = yaml.safe_load(config.read_text())
         assert values["per_device_train_batch_size"] == 1, config
@@ -260,9 +268,12 @@ def test_the_evaluation_scores_each_algorithm_its_adapter_and_checkpoints(tmp_pa
     assert adapters == {"rle": str(tmp_path / "rle"), "rle@16": str(tmp_path / "rle" / "checkpoint-16")}
     assert steps == {"rle": 32, "rle@16": 16}
     adapters, steps = recipe.evaluated_adapters(tmp_path, {"all": ["lzw", "rle"]}, checkpoints=True)
-    assert adapters == {"lzw": str(tmp_path / "all"), "rle": str(tmp_path / "all"),
-                        "lzw@16": str(tmp_path / "all" / "checkpoint-16"),
-                        "rle@16": str(tmp_path / "all" / "checkpoint-16")}  # fmt: skip
+    assert adapters == {
+        "lzw": str(tmp_path / "all"),
+        "rle": str(tmp_path / "all"),
+        "lzw@16": str(tmp_path / "all" / "checkpoint-16"),
+        "rle@16": str(tmp_path / "all" / "checkpoint-16"),
+    }
     assert steps == {"lzw": 32, "rle": 32, "lzw@16": 16, "rle@16": 16}
     assert recipe.evaluated_adapters(tmp_path, {"rle": ["rle"]}, checkpoints=False) == (
         {"rle": str(tmp_path / "rle")},
@@ -281,14 +292,17 @@ def test_each_algorithm_can_train_its_own_number_of_steps(tmp_path: Path) -> Non
     values = yaml.safe_load((ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml").read_text())
     config.write_text(yaml.safe_dump(values | {"max_steps": 20, "max_steps_by_algorithm": {"rle": 64}}))
     script_args, training_args, _ = parser_for(config).parse_args_and_config(["--config", str(config)])
-    steps = {name: recipe.adapter_args(training_args, name, script_args.max_steps_by_algorithm.get(name)).max_steps
-             for name in script_args.runs()}  # fmt: skip
+    steps = {
+        name: recipe.adapter_args(training_args, name, script_args.max_steps_by_algorithm.get(name)).max_steps
+        for name in script_args.runs()
+    }
     assert steps == {"lzw": 20, "ae": 20, "rle": 64, "huffman": 20} and training_args.max_steps == 20
     with pytest.raises(ValueError, match="needs adapters: per_algorithm"):
         parser_for(config).parse_args_and_config(["--config", str(config), "--adapters", "shared"])
     for text, expected in (("{rle: 3}", {"rle": 3}), ('{"huffman": 5}', {"huffman": 5}), ("{}", {})):
-        script_args, _, _ = parser_for(config).parse_args_and_config(["--config", str(config),
-                                                                      "--max_steps_by_algorithm", text])  # fmt: skip
+        script_args, _, _ = parser_for(config).parse_args_and_config(
+            ["--config", str(config), "--max_steps_by_algorithm", text]
+        )
         assert script_args.max_steps_by_algorithm == expected  # the command line overrides the YAML mapping
     script_args, _, _ = parser_for(config).parse_args_and_config(["--config", str(config), "--algorithms", "lzw"])
     assert script_args.max_steps_by_algorithm == {}  # RLE's steps do not apply when RLE is not trained

@@ -80,12 +80,37 @@ def test_sft_kt_post_training_evaluation_logs_beside_the_training_run(tmp_path: 
     out = tmp_path / "out"
     recipe = load_recipe("sft_kt")
     argv = [
-        "--config", str(ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"), "--dataset_name", str(corpus),
-        "--output_dir", str(out), "--max_steps", "1", "--warmup_steps", "0", "--save_strategy", "no",
-        "--gradient_accumulation_steps", "1", "--eval_steps", "1", "--eval_split_size", "4",
-        "--wandb_project", "kt-test", "--wandb_run_group", "g1",
-        "--wandb_offline", "true", "--eval_set_bytes", "300", "--eval_items", "2", "--eval_max_new_tokens", "24",
-    ]  # fmt: skip
+        "--config",
+        str(ROOT / "recipes/smollm2-135m/sft_kt/config_10k.yaml"),
+        "--dataset_name",
+        str(corpus),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "1",
+        "--warmup_steps",
+        "0",
+        "--save_strategy",
+        "no",
+        "--gradient_accumulation_steps",
+        "1",
+        "--eval_steps",
+        "1",
+        "--eval_split_size",
+        "4",
+        "--wandb_project",
+        "kt-test",
+        "--wandb_run_group",
+        "g1",
+        "--wandb_offline",
+        "true",
+        "--eval_set_bytes",
+        "300",
+        "--eval_items",
+        "2",
+        "--eval_max_new_tokens",
+        "24",
+    ]
     assert launch(recipe.main, recipe.SCRIPT_ARGUMENTS, argv) == 0
     (training_dir,) = (out / "wandb").glob("offline-run-*")
     (evaluation_dir,) = (out / "kt_eval" / "wandb").glob("offline-run-*")

@@ -50,18 +50,33 @@ def _rtce_corpus(tmp_path: Path) -> Path:
 
 def test_sft_kt_seqcoder_full_fine_tuning_killed_at_random_steps(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
-    config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
-                     max_steps=16, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
+    config = _config(
+        tmp_path,
+        "recipes/seqcoder-tiny/sft_kt/config_10k.yaml",
+        dataset_name=str(corpus),
+        max_steps=16,
+        save_steps=4,
+        gradient_accumulation_steps=4,
+        **SFT,
+    )
     result = probe(_command("sft_kt", config), tmp_path / "probe", kills=2, seed=0, env=ENV, timeout=600)
     _assert_identical(result, 2)
 
 
 def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before(tmp_path: Path) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=200, seed=3, progress=False)
-    config = _config(tmp_path, "recipes/seqcoder-tiny/sft_kt/config_10k.yaml", dataset_name=str(corpus),
-                     max_steps=16, save_steps=4, gradient_accumulation_steps=4, **SFT)  # fmt: skip
-    result = probe(_command("sft_kt", config), tmp_path / "probe", kills=1, seed=0, kill_in_save=True, env=ENV,
-                   timeout=600)  # fmt: skip
+    config = _config(
+        tmp_path,
+        "recipes/seqcoder-tiny/sft_kt/config_10k.yaml",
+        dataset_name=str(corpus),
+        max_steps=16,
+        save_steps=4,
+        gradient_accumulation_steps=4,
+        **SFT,
+    )
+    result = probe(
+        _command("sft_kt", config), tmp_path / "probe", kills=1, seed=0, kill_in_save=True, env=ENV, timeout=600
+    )
     _assert_identical(result, 1)
     killed = result.attempts[0]
     assert killed.killed_in_save is not None  # the folder the kill left half-written...
@@ -69,8 +84,14 @@ def test_sft_kt_killed_while_a_checkpoint_is_written_resumes_from_the_one_before
 
 
 def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path, tiny_model_dir: str) -> None:
-    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=2,
-                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
+    config = _config(
+        tmp_path,
+        RTCE_CONFIG,
+        dataset_name=str(_rtce_corpus(tmp_path)),
+        gradient_accumulation_steps=2,
+        model_name_or_path=tiny_model_dir,
+        **RTCE_QUICK,
+    )
     result = probe(_command("sft_rtce", config), tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=900)
     _assert_identical(result, 1)
 
@@ -78,8 +99,14 @@ def test_sft_rtce_lora_killed_at_a_random_step(tmp_path: Path, tiny_model_dir: s
 def test_sft_rtce_lora_killed_after_its_last_checkpoint_trains_no_more(tmp_path: Path, tiny_model_dir: str) -> None:
     """A kill after the last checkpoint is written and before the outputs are (max_steps ends inside an epoch): the
     rerun resumes from that checkpoint and must finish without training (transformers trained one step more)."""
-    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=2,
-                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
+    config = _config(
+        tmp_path,
+        RTCE_CONFIG,
+        dataset_name=str(_rtce_corpus(tmp_path)),
+        gradient_accumulation_steps=2,
+        model_name_or_path=tiny_model_dir,
+        **RTCE_QUICK,
+    )
     command = _command("sft_rtce", config)
     run_to_end(command, tmp_path / "uninterrupted", ENV, timeout=600)
     finished, killed = tmp_path / "uninterrupted" / "rle", tmp_path / "killed" / "rle"
@@ -92,8 +119,14 @@ def test_sft_rtce_lora_killed_after_its_last_checkpoint_trains_no_more(tmp_path:
 
 def test_sft_rtce_lora_under_zero3_killed_at_a_random_step(tmp_path: Path, tiny_model_dir: str) -> None:
     pytest.importorskip("deepspeed")
-    config = _config(tmp_path, RTCE_CONFIG, dataset_name=str(_rtce_corpus(tmp_path)), gradient_accumulation_steps=1,
-                     model_name_or_path=tiny_model_dir, **RTCE_QUICK)  # fmt: skip
+    config = _config(
+        tmp_path,
+        RTCE_CONFIG,
+        dataset_name=str(_rtce_corpus(tmp_path)),
+        gradient_accumulation_steps=1,
+        model_name_or_path=tiny_model_dir,
+        **RTCE_QUICK,
+    )
     command = _command("sft_rtce", config, "zero3_cpu.yaml")
     result = probe(command, tmp_path / "probe", kills=1, seed=1, env=ENV, timeout=1200)
     _assert_identical(result, 1)
@@ -101,9 +134,17 @@ def test_sft_rtce_lora_under_zero3_killed_at_a_random_step(tmp_path: Path, tiny_
 
 def test_grpo_kt_lora_killed_at_a_random_step_samples_and_scores_the_same(tmp_path: Path, tiny_model_dir: str) -> None:
     corpus = build_kt_corpus(tmp_path / "corpus", num_pairs=40, seed=3, progress=False)
-    config = _config(tmp_path, "recipes/smollm2-135m/grpo_kt/config_cpu.yaml", dataset_name=str(corpus), max_steps=4,
-                     save_steps=1, max_train_samples=8, max_completion_length=24, log_completions=True,
-                     model_name_or_path=tiny_model_dir)  # fmt: skip
+    config = _config(
+        tmp_path,
+        "recipes/smollm2-135m/grpo_kt/config_cpu.yaml",
+        dataset_name=str(corpus),
+        max_steps=4,
+        save_steps=1,
+        max_train_samples=8,
+        max_completion_length=24,
+        log_completions=True,
+        model_name_or_path=tiny_model_dir,
+    )
     result = probe(_command("grpo_kt", config), tmp_path / "probe", kills=1, seed=2, env=ENV, timeout=900)
     _assert_identical(result, 1)
     assert len(list((tmp_path / "probe" / "killed" / "completions").glob("*.parquet"))) == 4

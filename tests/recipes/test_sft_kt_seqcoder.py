@@ -212,9 +212,12 @@ def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
     recipe = load_recipe("sft_kt")
     script_args = recipe.SCRIPT_ARGUMENTS(corpus_size=1_000_000, eval_split_size=200)
     steps = SFTConfig(
-        output_dir=str(tmp_path), max_steps=7000, per_device_train_batch_size=1, gradient_accumulation_steps=16,
+        output_dir=str(tmp_path),
+        max_steps=7000,
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=16,
         **evaluation,
-    )  # fmt: skip
+    )
     assert recipe.rows_to_prepare(script_args, steps) == expected  # 7,000 x 16, 2% spare, eval_loss rows
     epochs = SFTConfig(output_dir=str(tmp_path), num_train_epochs=1, max_steps=-1)
     assert recipe.rows_to_prepare(script_args, epochs) is None  # a run in epochs reads the whole corpus
@@ -224,8 +227,9 @@ def test_a_run_prepares_only_the_corpus_rows_its_steps_read(
     steps.max_steps = 2230
     assert recipe.rows_to_prepare(feed, steps) == math.ceil(2230 * 16 * 1.15) + expected - 114_240
     # numbers as digits put 2.75% of the chats over 1,024 tokens: a 5% spare
-    digits = recipe.SCRIPT_ARGUMENTS(corpus_size=100_000, eval_split_size=200, seqcoder_size="tiny",
-                                     seqcoder_numbers="digits")  # fmt: skip
+    digits = recipe.SCRIPT_ARGUMENTS(
+        corpus_size=100_000, eval_split_size=200, seqcoder_size="tiny", seqcoder_numbers="digits"
+    )
     assert recipe.rows_to_prepare(digits, steps) == math.ceil(2230 * 16 * 1.05) + expected - 114_240
 
 

@@ -48,32 +48,70 @@ def assert_whole_adapter_that_changes_outputs(
     assert len(adapter) == 2 * layers * 7  # A and B of the 7 linear layers of each block
     assert all(t.numel() > 0 for t in adapter.values())  # no (0,) tensors left by partitioned saving
     assert all(t.abs().sum() > 0 for k, t in adapter.items() if "lora_B" in k)
-    check = subprocess.run([sys.executable, "-c", CHECK, str(adapter_dir), base], capture_output=True, text=True,
-                           timeout=600, env=ENV)  # fmt: skip
+    check = subprocess.run(
+        [sys.executable, "-c", CHECK, str(adapter_dir), base], capture_output=True, text=True, timeout=600, env=ENV
+    )
     assert check.returncode == 0, check.stderr[-3000:]
     change = float(check.stdout.strip().splitlines()[-1])
     assert torch.isfinite(torch.tensor(change)) and change > min_change
 
 
-@pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
-                    reason="accelerate launcher missing")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
+    reason="accelerate launcher missing",
+)
 def test_zero3_two_cpu_processes_train_a_whole_adapter(tmp_path: Path) -> None:
     pytest.importorskip("deepspeed")
     settings = CorpusSettings(num_inputs=8, template_max_steps=4, input_lengths=(3, 10), completions="answer")
     corpus = build_rtce_sft_corpus(tmp_path / "corpus", settings, 2, False)  # the demo config's kind of rows
     out = tmp_path / "out"
     command = [
-        str(ACCELERATE), "launch",
-        "--config_file", str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
+        str(ACCELERATE),
+        "launch",
+        "--config_file",
+        str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
         str(ROOT / "recipes/sft_rtce.py"),
-        "--config", str(ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"),
-        "--dataset_name", str(corpus / "sft"), "--algorithms", "rle", "--output_dir", str(out),
-        "--max_steps", "3", "--per_device_train_batch_size", "1", "--learning_rate", "1e-3", "--warmup_steps", "0",
-        "--save_strategy", "no", "--report_to", "none", "--max_length", "1024", "--gradient_accumulation_steps", "1",
-        "--eval_steps", "2", "--eval_backend", "transformers", "--eval_tasks", "output_pred",
-        "--eval_max_new_tokens", "48", "--eval_on_start", "false", "--eval_items", "2", "--eval_checkpoints", "false",
-        "--max_steps_by_algorithm", "{}",  # the config's RLE steps would outrun max_steps
-    ]  # fmt: skip
+        "--config",
+        str(ROOT / "recipes/smollm2-135m/sft_rtce/config_cpu.yaml"),
+        "--dataset_name",
+        str(corpus / "sft"),
+        "--algorithms",
+        "rle",
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "1",
+        "--learning_rate",
+        "1e-3",
+        "--warmup_steps",
+        "0",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--max_length",
+        "1024",
+        "--gradient_accumulation_steps",
+        "1",
+        "--eval_steps",
+        "2",
+        "--eval_backend",
+        "transformers",
+        "--eval_tasks",
+        "output_pred",
+        "--eval_max_new_tokens",
+        "48",
+        "--eval_on_start",
+        "false",
+        "--eval_items",
+        "2",
+        "--eval_checkpoints",
+        "false",
+        "--max_steps_by_algorithm",
+        "{}",  # the config's RLE steps would outrun max_steps
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "rle" / "train_results.json").read_text())
@@ -96,16 +134,40 @@ def test_zero3_two_cpu_processes_train_a_grpo_adapter(tmp_path: Path, tiny_model
     rows.map(lambda row: {"format_pattern": "(?:..)*"}).save_to_disk(tmp_path / "rows")
     out = tmp_path / "out"
     command = [
-        str(ACCELERATE), "launch",
-        "--config_file", str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
+        str(ACCELERATE),
+        "launch",
+        "--config_file",
+        str(ROOT / "accelerate_configs/zero3_cpu.yaml"),
         str(ROOT / "recipes/grpo_kt.py"),
-        "--config", str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"),
-        "--dataset_name", str(tmp_path / "rows"), "--output_dir", str(out),
-        "--model_name_or_path", tiny_model_dir,
-        "--reward_funcs", "format", "--reward_options", "{}", "--reward_weights", "1.0",
-        "--max_steps", "2", "--max_completion_length", "16", "--learning_rate", "1e-3", "--max_train_samples", "8",
-        "--save_strategy", "no", "--report_to", "none", "--log_completions", "false",
-    ]  # fmt: skip
+        "--config",
+        str(ROOT / "recipes/smollm2-135m/grpo_kt/config_cpu.yaml"),
+        "--dataset_name",
+        str(tmp_path / "rows"),
+        "--output_dir",
+        str(out),
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--reward_funcs",
+        "format",
+        "--reward_options",
+        "{}",
+        "--reward_weights",
+        "1.0",
+        "--max_steps",
+        "2",
+        "--max_completion_length",
+        "16",
+        "--learning_rate",
+        "1e-3",
+        "--max_train_samples",
+        "8",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--log_completions",
+        "false",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500, env=ENV, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "train_results.json").read_text())

@@ -144,9 +144,29 @@ def test_non_string_input() -> None:
 
 
 _PIECES = st.sampled_from(
-    ["[ANSWER]", "[/ANSWER]", "```", "```json\n", "{", "}", "[", "]", '"', "\\", ":", ",", '"output"', '"return"',
-     "null", "1e999", "NaN", "-", "0", "\n"]
-)  # fmt: skip
+    [
+        "[ANSWER]",
+        "[/ANSWER]",
+        "```",
+        "```json\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "\\",
+        ":",
+        ",",
+        '"output"',
+        '"return"',
+        "null",
+        "1e999",
+        "NaN",
+        "-",
+        "0",
+        "\n",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -63,8 +63,15 @@ def test_small_build_then_cache_hit(tmp_path: Path) -> None:
 def test_short_inputs_held_out_by_text(tmp_path: Path) -> None:
     """A short-input, answer-only corpus: no training row shows a held-out input or its encoding (inputs are unique
     texts, and the held-out items' rows are the `test` split only)."""
-    settings = CorpusSettings(seed=3, num_inputs=24, eval_fraction=0.25, template_max_steps=4, prompt_style="demo",
-                              input_lengths=(4, 8), completions="answer")  # fmt: skip
+    settings = CorpusSettings(
+        seed=3,
+        num_inputs=24,
+        eval_fraction=0.25,
+        template_max_steps=4,
+        prompt_style="demo",
+        input_lengths=(4, 8),
+        completions="answer",
+    )
     root = build_rtce_sft_corpus(tmp_path / "corpus", settings, workers=2, progress=False)
     items = json.loads((root / "benchmark" / "rtce.json").read_text())
     held = set(json.loads((root / EVAL_IDS_FILE).read_text()))

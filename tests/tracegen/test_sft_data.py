@@ -125,8 +125,18 @@ def test_cli_sft_data(dirs: tuple[Path, Path], tmp_path: Path, capsys: pytest.Ca
     register_sft_data(sub)
     item = _translations(translations)[0]["item_id"]
     (tmp_path / "eval.txt").write_text(item + "\n")
-    argv = ["sft-data", "build", "--translations", str(translations), "--output", str(tmp_path / "out"),
-            "--benchmark", str(bench), "--eval-ids", str(tmp_path / "eval.txt")]  # fmt: skip
+    argv = [
+        "sft-data",
+        "build",
+        "--translations",
+        str(translations),
+        "--output",
+        str(tmp_path / "out"),
+        "--benchmark",
+        str(bench),
+        "--eval-ids",
+        str(tmp_path / "eval.txt"),
+    ]
     args = parser.parse_args(argv)
     assert args.handler(args) == 0
     summary = json.loads(capsys.readouterr().out)

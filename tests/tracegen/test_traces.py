@@ -269,8 +269,9 @@ def test_timeouts_are_traced_again_by_reruns(bench: Path, tmp_path: Path) -> Non
     config = SandboxConfig(timeout_s=0.5, wall_timeout_s=5.0)
 
     def collect() -> dict[str, Any]:
-        return collect_traces(bench, tmp_path, workers=2, algorithms=["rle"], progress=False,
-                              registry={"rle": looping}, config=config)  # fmt: skip
+        return collect_traces(
+            bench, tmp_path, workers=2, algorithms=["rle"], progress=False, registry={"rle": looping}, config=config
+        )
 
     collect()
     decodes = [r["id"] for r in _records(tmp_path) if r["direction"] == "decode"]

@@ -178,10 +178,25 @@ def _decode_checked(z: Any, freq: dict[str, int] | None) -> str:
 
 
 BLIND_NAMES = {
-    "uncompressed": "x", "compressed": "x", "freq": "p", "Node": "N", "heap": "h", "codebook": "cb", "walk": "wk",
-    "node": "nd", "prefix": "pre", "bitstr": "bs", "padding": "pad", "encoded_bytes": "eb", "root": "rt",
-    "total": "t", "result": "res", "sym": "k", "f": "v", "bit": "q",
-}  # fmt: skip
+    "uncompressed": "x",
+    "compressed": "x",
+    "freq": "p",
+    "Node": "N",
+    "heap": "h",
+    "codebook": "cb",
+    "walk": "wk",
+    "node": "nd",
+    "prefix": "pre",
+    "bitstr": "bs",
+    "padding": "pad",
+    "encoded_bytes": "eb",
+    "root": "rt",
+    "total": "t",
+    "result": "res",
+    "sym": "k",
+    "f": "v",
+    "bit": "q",
+}
 BLIND_STRINGS = {"'Node'": "'N'"}
 
 ALGORITHM = Algorithm(

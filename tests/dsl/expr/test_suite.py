@@ -49,8 +49,14 @@ def test_cells_capped(default_suite: Suite) -> None:
         assert cell["n_expressions"] == 5 * cell["n_used"]
         assert cell["feasible"] == (cell["n_skeletons"] > 0)
     assert {(c["k"], c["d"]) for c in default_suite.cells if c["n_skeletons"] > 50} == {
-        (6, 5), (7, 4), (7, 5), (7, 6), (8, 4), (8, 5), (8, 6)
-    }  # fmt: skip
+        (6, 5),
+        (7, 4),
+        (7, 5),
+        (7, 6),
+        (8, 4),
+        (8, 5),
+        (8, 6),
+    }
 
 
 def test_rows_match_their_trees(default_suite: Suite) -> None:

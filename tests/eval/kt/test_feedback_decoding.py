@@ -66,8 +66,21 @@ def test_the_interpreter_writes_the_values_and_a_failing_line_ends_the_program(t
 def test_kt_eval_with_execution_feedback_records_the_supervisors_verdicts(trained, tmp_path: Path) -> None:
     model_dir, evalset, rows = trained
     out = tmp_path / "eval"
-    args = ["eval", "kt", "--dataset", str(evalset), "--mode", "dsl", "--model", str(model_dir),
-            "--max-new-tokens", "128", "--execution-feedback", "--output", str(out)]  # fmt: skip
+    args = [
+        "eval",
+        "kt",
+        "--dataset",
+        str(evalset),
+        "--mode",
+        "dsl",
+        "--model",
+        str(model_dir),
+        "--max-new-tokens",
+        "128",
+        "--execution-feedback",
+        "--output",
+        str(out),
+    ]
     assert main(args) == 0
     items = [json.loads(line) for line in (out / ITEMS_FILE).read_text().splitlines()]
     assert [item["verdict"] for item in items] == ["correct", "runtime_error"]

@@ -58,8 +58,10 @@ def test_each_run_is_set_against_gzip_per_sequence(synthetic: Path, tmp_path: Pa
     start, trained = evaluate(synthetic, tmp_path / "start", 0.0), evaluate(synthetic, tmp_path / "trained", 1.0)
     for encoding in ("bytes", "latin1-utf8"):
         out = tmp_path / f"{encoding}.json"
-        assert main(["eval", "kt-compare", str(start), str(trained), "--gzip-encoding", encoding,
-                     "--output", str(out)]) == 0  # fmt: skip
+        assert (
+            main(["eval", "kt-compare", str(start), str(trained), "--gzip-encoding", encoding, "--output", str(out)])
+            == 0
+        )
         result = json.loads(out.read_text())
         rows = [json.loads(line) for line in (start / "items.jsonl").read_text().splitlines()]
         raw = sum(8 * r["length"] for r in rows)

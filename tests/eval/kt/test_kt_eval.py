@@ -41,8 +41,20 @@ def test_gold_programs_score_as_the_upper_bound(synthetic: Path, tmp_path: Path)
     rows = _rows(synthetic)
     predictions = _write(tmp_path / "gold.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
     out = tmp_path / "eval"
-    code = main(["eval", "kt", "--dataset", str(synthetic), "--mode", "dsl", "--predictions", str(predictions),
-                 "--output", str(out)])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            "kt",
+            "--dataset",
+            str(synthetic),
+            "--mode",
+            "dsl",
+            "--predictions",
+            str(predictions),
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     summary = json.loads((out / SUMMARY_FILE).read_text())
     metrics = summary["metrics"]
@@ -73,9 +85,13 @@ def test_python_predictions_with_bad_completions(synthetic: Path, tmp_path: Path
     predictions.append({"id": rows[3]["id"], "completions": ["output = []"]})  # a second, wrong sample of item 3
     path = _write(tmp_path / "py.jsonl", predictions)
     config = KTEvalConfig(
-        dataset=str(synthetic), output=str(tmp_path / "out"), mode="python", predictions=str(path), limit=6,
+        dataset=str(synthetic),
+        output=str(tmp_path / "out"),
+        mode="python",
+        predictions=str(path),
+        limit=6,
         timeout_s=1.0,
-    )  # fmt: skip
+    )
     summary = run_kt_eval(config, progress=False)
     m = summary["metrics"]
     assert m["num_items"] == 6 and m["num_samples"] == 7
@@ -262,8 +278,23 @@ def test_baselines_write_the_file_names_of_every_evaluation(
     rows = _rows(synthetic)[:3]
     predictions = _write(tmp_path / "p.jsonl", [{"id": r["id"], "completions": [r["program"]]} for r in rows])
     run = tmp_path / "run"
-    assert main(["eval", "kt", "--dataset", str(synthetic), "--predictions", str(predictions), "--limit", "3",
-                 "--output", str(run)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "eval",
+                "kt",
+                "--dataset",
+                str(synthetic),
+                "--predictions",
+                str(predictions),
+                "--limit",
+                "3",
+                "--output",
+                str(run),
+            ]
+        )
+        == 0
+    )
     before = (run / SUMMARY_FILE).read_text()
     capsys.readouterr()
     assert main(["eval", "kt-baselines", "--dataset", str(synthetic), "--output", str(run)]) == 2
@@ -287,9 +318,14 @@ def test_generation_with_the_embedded_model_is_resumable(synthetic: Path, tmp_pa
 
     out = tmp_path / "gen"
     config = KTEvalConfig(
-        dataset=str(synthetic), output=str(out), mode="python", model="smollm2-135m-instruct", limit=2,
-        max_new_tokens=24, batch_size=1,
-    )  # fmt: skip
+        dataset=str(synthetic),
+        output=str(out),
+        mode="python",
+        model="smollm2-135m-instruct",
+        limit=2,
+        max_new_tokens=24,
+        batch_size=1,
+    )
     first = run_kt_eval(config, factory=counting_backend, progress=False)
     assert calls == ["smollm2-135m-instruct"]
     completions = (out / COMPLETIONS_FILE).read_text().splitlines()
@@ -379,9 +415,14 @@ def test_a_failed_generation_is_recorded_and_made_again_by_the_rerun(synthetic: 
             return self.backend.generate(prompts, sampling)
 
     config = KTEvalConfig(
-        dataset=str(synthetic), output=str(tmp_path), mode="dsl", model="smollm2-135m-instruct", limit=2,
-        max_new_tokens=16, batch_size=1,
-    )  # fmt: skip
+        dataset=str(synthetic),
+        output=str(tmp_path),
+        mode="dsl",
+        model="smollm2-135m-instruct",
+        limit=2,
+        max_new_tokens=16,
+        batch_size=1,
+    )
     run_kt_eval(config, factory=Flaky, progress=False)
     first = [json.loads(line) for line in (tmp_path / COMPLETIONS_FILE).read_text().splitlines()]
     assert first[0]["completions"] is None and "went away" in first[0]["error"]

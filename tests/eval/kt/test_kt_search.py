@@ -66,8 +66,10 @@ def test_samples_that_are_correct_or_shorter_than_the_greedy_program_are_counted
     longer = [reversed_twice(program) for program in gold]
     wrong = "sequence_1 = set_list([1])\noutput = sequence_1"
     completions = {  # greedy first: wrong then gold; longer then gold; gold then wrong
-        rows[0]["id"]: [wrong, gold[0]], rows[1]["id"]: [longer[1], gold[1]], rows[2]["id"]: [gold[2], wrong],
-    }  # fmt: skip
+        rows[0]["id"]: [wrong, gold[0]],
+        rows[1]["id"]: [longer[1], gold[1]],
+        rows[2]["id"]: [gold[2], wrong],
+    }
     dataset = load_kt_dataset(synthetic, limit=3)
     config = KTEvalConfig(dataset=str(synthetic), output="unused", mode="dsl", predictions="unused")
     scored = score_items(dataset, completions, config, progress=False)

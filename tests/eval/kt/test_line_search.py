@@ -44,9 +44,15 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     data.mkdir(parents=True)
     rows = [{"id": f"seq-{i}", "sequence": s, "program": ""} for i, s in enumerate(SEQUENCES)]
     pq.write_table(pa.Table.from_pylist(rows), data / "test-00000-of-00001.parquet")
-    answers = [(SEQUENCES[0], WRONG + ENDING), (SEQUENCES[0], WRONG + ENDING), (SEQUENCES[0], RIGHT + ENDING),
-               (SEQUENCES[1], ONLY_WRONG), (SEQUENCES[2], SHORT_RUN), (SEQUENCES[2], SHORT_RUN),
-               (SEQUENCES[2], RIGHT_RUN)]  # fmt: skip
+    answers = [
+        (SEQUENCES[0], WRONG + ENDING),
+        (SEQUENCES[0], WRONG + ENDING),
+        (SEQUENCES[0], RIGHT + ENDING),
+        (SEQUENCES[1], ONLY_WRONG),
+        (SEQUENCES[2], SHORT_RUN),
+        (SEQUENCES[2], SHORT_RUN),
+        (SEQUENCES[2], RIGHT_RUN),
+    ]
     out = train_by_heart(answers, root / "model")
     return out, root / "evalset"
 
@@ -92,11 +98,32 @@ def test_line_search_resamples_the_failing_line_and_ends_a_program_no_sample_fix
 
 def test_kt_eval_line_search_scores_the_found_program_and_counts_its_cost(trained, tmp_path: Path) -> None:
     model_dir, evalset = trained
-    common = ["eval", "kt", "--dataset", str(evalset), "--mode", "dsl", "--model", str(model_dir),
-              "--max-new-tokens", "128"]  # fmt: skip
+    common = [
+        "eval",
+        "kt",
+        "--dataset",
+        str(evalset),
+        "--mode",
+        "dsl",
+        "--model",
+        str(model_dir),
+        "--max-new-tokens",
+        "128",
+    ]
     assert main([*common, "--output", str(tmp_path / "greedy")]) == 0
-    args = [*common, "--line-search", "16", "--line-backtracks", "4", "--temperature", "1.0", "--seed", "1",
-            "--output", str(tmp_path / "lines")]  # fmt: skip
+    args = [
+        *common,
+        "--line-search",
+        "16",
+        "--line-backtracks",
+        "4",
+        "--temperature",
+        "1.0",
+        "--seed",
+        "1",
+        "--output",
+        str(tmp_path / "lines"),
+    ]
     assert main(args) == 0
     verdicts = {}
     for run in ("greedy", "lines"):

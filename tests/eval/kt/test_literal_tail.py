@@ -60,8 +60,13 @@ def test_no_tail_when_the_program_is_whole_writes_nothing_or_would_cost_more(pro
 def test_a_line_the_prefix_does_not_read_is_not_sent() -> None:
     lines = WRONG.splitlines()
     dead = "sequence_2 = repeat_num(20, 7)"  # passes as the next numbers, then never concatenated
-    written = [lines[0], dead, lines[1].replace("sequence_2", "sequence_3"), "sequence_4 = concatenate(sequence_1, "
-               "sequence_3)", "sequence_5 = range_func_up(1, 7)"]  # fmt: skip
+    written = [
+        lines[0],
+        dead,
+        lines[1].replace("sequence_2", "sequence_3"),
+        "sequence_4 = concatenate(sequence_1, sequence_3)",
+        "sequence_5 = range_func_up(1, 7)",
+    ]
     tailed = literal_tail_program("\n".join(written), SEQUENCE, RAW_BITS)
     assert tailed is not None and dead not in tailed.text and run_program(tailed.text) == SEQUENCE
     assert tailed.text.splitlines()[:3] == [lines[0], written[2], written[3]]
@@ -76,20 +81,30 @@ def evalset(tmp_path: Path) -> Path:
     pq.write_table(pa.Table.from_pylist(rows), data / "test-00000-of-00001.parquet")
     predictions = tmp_path / "predictions.jsonl"
     texts = [WRONG, segment_program(SEQUENCE[::-1]), "output = nonsense"]
-    predictions.write_text("".join(json.dumps({"id": f"seq-{i}", "completions": [t]}) + "\n" for i, t in
-                                   enumerate(texts)))  # fmt: skip
+    predictions.write_text(
+        "".join(json.dumps({"id": f"seq-{i}", "completions": [t]}) + "\n" for i, t in enumerate(texts))
+    )
     return tmp_path
 
 
 def test_kt_eval_keeps_the_tailed_program_and_reports_the_models_own_beside_it(evalset: Path) -> None:
-    common = ["eval", "kt", "--dataset", str(evalset / "evalset"), "--mode", "dsl",
-              "--predictions", str(evalset / "predictions.jsonl")]  # fmt: skip
+    common = [
+        "eval",
+        "kt",
+        "--dataset",
+        str(evalset / "evalset"),
+        "--mode",
+        "dsl",
+        "--predictions",
+        str(evalset / "predictions.jsonl"),
+    ]
     assert main([*common, "--output", str(evalset / "plain")]) == 0
     assert main([*common, "--literal-tail", "--output", str(evalset / "tail")]) == 0
     plain = json.loads((evalset / "plain" / "summary.json").read_text())["metrics"]
     tail = json.loads((evalset / "tail" / "summary.json").read_text())["metrics"]
-    assert tail["literal_tail"]["model"] == {k: plain[k] for k in ("accuracy", "compression_rate", "precision",
-                                                                   "executable")}  # fmt: skip
+    assert tail["literal_tail"]["model"] == {
+        k: plain[k] for k in ("accuracy", "compression_rate", "precision", "executable")
+    }
     assert tail["literal_tail"]["items_with_tail"] == 1
     assert tail["literal_tail"]["numbers_written_by_model"] == pytest.approx(22 / len(SEQUENCE))
     assert plain["accuracy"] == pytest.approx(1 / 3) and tail["accuracy"] == pytest.approx(2 / 3)

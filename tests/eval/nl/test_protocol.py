@@ -100,14 +100,30 @@ def test_two_runs_and_a_killed_then_resumed_one_hold_the_same_bytes(suite_dir: P
     import sys
     import time
 
-    command = [sys.executable, "-m", "kt_train.cli", "nl", "run", "--quiet", "--suite", str(suite_dir),
-               "--generators", "procedural", "sexpr", "--extractors", "parser", "--batch-size", "1"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "kt_train.cli",
+        "nl",
+        "run",
+        "--quiet",
+        "--suite",
+        str(suite_dir),
+        "--generators",
+        "procedural",
+        "sexpr",
+        "--extractors",
+        "parser",
+        "--batch-size",
+        "1",
+    ]
     for name in ("a", "b"):
         subprocess.run([*command, "--output", str(tmp_path / name)], check=True, capture_output=True, timeout=300)
     killed = tmp_path / "killed"
     for records in ("generations/procedural.jsonl", "extractions/parser.jsonl"):  # SIGKILL once records are written
-        process = subprocess.Popen([*command, "--output", str(killed)], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        process = subprocess.Popen(
+            [*command, "--output", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         while process.poll() is None and not ((killed / records).is_file() and (killed / records).stat().st_size):
             time.sleep(0.005)
         process.kill()
@@ -223,8 +239,9 @@ def test_cli_errors_are_one_line(suite_dir: Path, tmp_path: Path, capsys: pytest
 @pytest.mark.slow
 def test_the_embedded_model_in_both_roles(suite_dir: Path, tmp_path: Path) -> None:
     lm = "smol=smollm2-135m-instruct"
-    run(suite_dir, tmp_path, [lm, "sexpr"], [lm, "parser"], max_expressions=2, generator_tokens=24,
-        extractor_tokens=12)  # fmt: skip
+    run(
+        suite_dir, tmp_path, [lm, "sexpr"], [lm, "parser"], max_expressions=2, generator_tokens=24, extractor_tokens=12
+    )
     results = pd.read_parquet(tmp_path / "results.parquet")
     assert len(results) == 2 * 2 * 2
     smol = results[results["generator"] == "smol"]
@@ -247,8 +264,14 @@ def test_judging_over_processes_gives_the_same_results(suite_dir: Path, tmp_path
     )
     frames = []
     for workers in (1, 2):
-        run(suite_dir, tmp_path / f"w{workers}", [f"w={words}", "sexpr"], [f"a={answers}", "parser"],
-            max_expressions=None, judge_workers=workers)  # fmt: skip
+        run(
+            suite_dir,
+            tmp_path / f"w{workers}",
+            [f"w={words}", "sexpr"],
+            [f"a={answers}", "parser"],
+            max_expressions=None,
+            judge_workers=workers,
+        )
         frames.append(pd.read_parquet(tmp_path / f"w{workers}" / "results.parquet"))
     pd.testing.assert_frame_equal(*frames)
     read = frames[0][(frames[0]["extractor"] == "a") & (frames[0]["generator"] == "w")].set_index("expr_id")
@@ -266,8 +289,19 @@ def test_predictor_features_use_sizes_only_when_every_model_has_one() -> None:
         "root_op": "+",
         "generator_kind": "nl",
     }
-    lms = pd.DataFrame([base | {"generator": "a", "extractor": "b", "generator_params": 0.1, "extractor_params": 0.2,
-                                "generator_family": "llama", "extractor_family": "qwen3"}])  # fmt: skip
+    lms = pd.DataFrame(
+        [
+            base
+            | {
+                "generator": "a",
+                "extractor": "b",
+                "generator_params": 0.1,
+                "extractor_params": 0.2,
+                "generator_family": "llama",
+                "extractor_family": "qwen3",
+            }
+        ]
+    )
     numeric, categorical = analysis_features(lms)
     assert {"generator_params", "extractor_params", "r_math", "l_T"} <= set(numeric)
     assert "generator_family" in categorical and "generator" not in categorical

@@ -242,8 +242,12 @@ def test_log_to_wandb_makes_an_offline_run(tmp_path: Path, monkeypatch: pytest.M
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     assert run_records(runs[0])["run"] | {"id": None, "name": None} == {
-        "id": None, "name": None, "project": "rtce-test", "group": "a-training-group", "job_type": "rtce-eval",
-    }  # fmt: skip
+        "id": None,
+        "name": None,
+        "project": "rtce-test",
+        "group": "a-training-group",
+        "job_type": "rtce-eval",
+    }
     logged = run_records(runs[0])["history"]
     assert len(logged) == 1  # one log call: scalars, tables and images together
     history = logged[0]

@@ -32,8 +32,13 @@ def write_generations(root: Path, algorithm: str) -> int:
             for task in RELEASE_TASKS:
                 right = x if task.startswith("input") else release_output(algorithm, x)
                 wrong = x + "?" if task.startswith("input") else [*right, 7]
-                for value, status in ((right, "correct"), (wrong, "wrong"), (None, "no answer"), (None, "no answer"),
-                                      (right, "correct")):  # fmt: skip
+                for value, status in (
+                    (right, "correct"),
+                    (wrong, "wrong"),
+                    (None, "no answer"),
+                    (None, "no answer"),
+                    (right, "correct"),
+                ):
                     predicted = json.dumps("no answer" if value is None else value)
                     answered += value is not None
                     row = ["Qwen/QwQ-32B", "0.2", task, algorithm, x, category, status, json.dumps(right), predicted]

@@ -114,11 +114,22 @@ def test_reflection_accuracy_by_round() -> None:
         rounds = [{"em": em} for em in ems]
         return {"model": "base", "temperature": 0.2, "algorithm": "rle", "task": task, "rounds": rounds}
 
-    records = [record("output_pred", [False, True]), record("output_pred", [False, False, False]),
-               record("output_pred", [True])]  # fmt: skip
+    records = [
+        record("output_pred", [False, True]),
+        record("output_pred", [False, False, False]),
+        record("output_pred", [True]),
+    ]
     table = accuracy_by_round(records, rounds=2)
-    assert table == [{"model": "base", "temperature": 0.2, "algorithm": "rle", "task": "output_pred", "n": 3,
-                      "em_by_round": [pytest.approx(1 / 3), pytest.approx(2 / 3), pytest.approx(2 / 3)]}]  # fmt: skip
+    assert table == [
+        {
+            "model": "base",
+            "temperature": 0.2,
+            "algorithm": "rle",
+            "task": "output_pred",
+            "n": 3,
+            "em_by_round": [pytest.approx(1 / 3), pytest.approx(2 / 3), pytest.approx(2 / 3)],
+        }
+    ]
     markdown = reflection_markdown(table, rounds=2)
     assert "| base | 0.2 | rle | output_pred | 3 | 33.3 | 66.7 | 66.7 |" in markdown
 
@@ -146,10 +157,20 @@ def test_cpu_run_with_the_embedded_model_writes_every_artifact_and_resumes(bench
 
     out = tmp_path / "rtce"
     config = RTCEEvalConfig(
-        benchmark=str(benchmark), output=str(out), model="smollm2-135m-instruct", algorithms=["rle"],
-        tasks=["output_pred", "input_pred"], items=1, temperatures=[0.8], n=2, max_new_tokens=48, batch_size=2,
-        reflection_rounds=1, reflection_gen_tokens=24, format_repair=True,
-    )  # fmt: skip
+        benchmark=str(benchmark),
+        output=str(out),
+        model="smollm2-135m-instruct",
+        algorithms=["rle"],
+        tasks=["output_pred", "input_pred"],
+        items=1,
+        temperatures=[0.8],
+        n=2,
+        max_new_tokens=48,
+        batch_size=2,
+        reflection_rounds=1,
+        reflection_gen_tokens=24,
+        format_repair=True,
+    )
     summary = run_rtce_eval(config, factory=counting, progress=False)
     assert loads == ["base"]
     scored = [json.loads(line) for line in (out / SCORED_FILE).read_text().splitlines()]
@@ -190,11 +211,19 @@ def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benc
 
     out = tmp_path / "eval"
     config = RTCEEvalConfig(
-        benchmark=str(benchmark), output=str(out), model=DEFAULT_MODEL,
-        adapters={"rle": str(adapter), "rle@1": str(adapter)}, adapter_steps={"rle": 2, "rle@1": 1},
-        algorithms=["rle", "lzw"], tasks=["output_pred"], items=1, temperatures=[0.0], n=1, max_new_tokens=6,
+        benchmark=str(benchmark),
+        output=str(out),
+        model=DEFAULT_MODEL,
+        adapters={"rle": str(adapter), "rle@1": str(adapter)},
+        adapter_steps={"rle": 2, "rle@1": 1},
+        algorithms=["rle", "lzw"],
+        tasks=["output_pred"],
+        items=1,
+        temperatures=[0.0],
+        n=1,
+        max_new_tokens=6,
         roundtrip=False,
-    )  # fmt: skip
+    )
     summary = run_rtce_eval(config, factory=counting, progress=False)
     assert loads == [None, str(adapter), str(adapter)]
     cells = sorted((r["model"], r["algorithm"]) for r in summary["aggregated"])
@@ -204,8 +233,9 @@ def test_an_algorithm_adapter_answers_its_own_prompts_beside_the_base_model(benc
     # the learning table of this tiny run: the adapter (not its checkpoint) against the base, paired on 1 item
     learning = summary["learning"]
     assert [(e["model"], e["algorithm"], e["task"], e["metric"]) for e in learning] == [
-        ("rle", "rle", "output_pred", "em"), ("rle", "rle", "output_pred", "es"),
-    ]  # fmt: skip
+        ("rle", "rle", "output_pred", "em"),
+        ("rle", "rle", "output_pred", "es"),
+    ]
     for entry in learning:
         assert entry["n"] == 1 and entry["few_items"] and entry["diff"] == entry["adapter"] - entry["base"]
         assert entry["ci_low"] == entry["ci_high"] == entry["diff"]  # one item: no spread
@@ -224,8 +254,22 @@ def test_a_rerun_with_other_settings_is_refused_and_overwrite_starts_afresh(
     predictions = tmp_path / "p.jsonl"
     predictions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / "out"
-    base = ["eval", "rtce", "--benchmark", str(benchmark), "--output", str(out), "--predictions", str(predictions),
-            "--algorithms", "rle", "--tasks", "output_pred", "--items", "2"]  # fmt: skip
+    base = [
+        "eval",
+        "rtce",
+        "--benchmark",
+        str(benchmark),
+        "--output",
+        str(out),
+        "--predictions",
+        str(predictions),
+        "--algorithms",
+        "rle",
+        "--tasks",
+        "output_pred",
+        "--items",
+        "2",
+    ]
     assert main(base) == 0
     scored = (out / SCORED_FILE).read_bytes()
     capsys.readouterr()

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from dsl.bits import program_bits
-from dsl.corpus import CorpusError, CorpusRequest, generate_corpus, merge_corpus
+from dsl.corpus import CorpusError, CorpusRequest, corpus_command, generate_corpus, merge_corpus
 from dsl.dataset_io import read_exclusions
 from dsl.interpreter import run_lines, run_program
 from dsl.parser import parse_program
@@ -71,9 +71,7 @@ def _corpus(args: argparse.Namespace, target: Target, stream: str, command: str)
         shard_index=args.shard_index,
         keep_blocks=args.keep_blocks,
         overwrite=args.overwrite,
-        command=command
-        + "".join(f" --exclude {p}" for p in args.exclude)
-        + (f" --sampler-config {args.sampler_config}" if args.sampler_config else ""),
+        command=corpus_command(command, args.exclude, args.sampler_config),
         progress=not args.quiet,
     )
     manifest = generate_corpus(request)

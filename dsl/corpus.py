@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from dsl.blocks import BlockSpec, block_path, digest_keys, read_block, write_block
-from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_manifest, remove_dataset, write_dataset
+from dsl.dataset_io import CORPUS_SCHEMA, corpus_stats, read_exclusions, read_manifest, remove_dataset, write_dataset
 from dsl.sampler import DEFAULT_CONFIG, SamplerConfig
 from dsl.selection import Selection, Target, select
 from kt_train.stages import differing_keys
@@ -276,4 +276,31 @@ def merge_corpus(output: Path, sources: list[Path], workers: int = 1, progress: 
                 shutil.copyfile(block, destination / block.name)
     manifest = generate_corpus(request)
     assert manifest is not None
+    return manifest
+
+
+def corpus_command(base: str, exclude: list[Path] | list[str], sampler_config: str | None = None) -> str:
+    """The `kt dsl generate` / `eval-set` command (`base`) with its exclusions and sampler config, as the corpus's
+    README and manifest record it."""
+    command = base + "".join(f" --exclude {path}" for path in exclude)
+    return command + (f" --sampler-config {sampler_config}" if sampler_config else "")
+
+
+def build_eval_set(
+    output: Path, size_bytes: int, seed: int, exclude: list[Path], workers: int = 1, progress: bool = False
+) -> dict[str, Any]:
+    """`kt dsl eval-set` as a call (a recipe's evaluation builds its held-out set with it): at least `size_bytes` of
+    sequences of the seed's evaluation stream, none of `exclude`'s; its manifest."""
+    request = CorpusRequest(
+        output=output,
+        seed=seed,
+        target=Target(bytes=size_bytes),
+        stream="eval",
+        exclude=read_exclusions(exclude),
+        workers=workers,
+        command=corpus_command(f"kt dsl eval-set --bytes {size_bytes} --seed {seed} --output OUT", exclude),
+        progress=progress,
+    )
+    manifest = generate_corpus(request)
+    assert manifest is not None  # one shard: the whole set
     return manifest

@@ -96,26 +96,14 @@ def backend_option(script_args: Any) -> dict[str, Any]:
 def kt_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
     """`kt eval kt --mode dsl` of the adapter (or of a model trained whole) on a synthetic set that excludes every
     training sequence."""
-    from kt_train.cli import main as kt_main
+    from dsl.corpus import CorpusError, build_eval_set
 
     eval_set = trained.output_dir / "kt_eval_set"
-    built = kt_main(
-        [
-            "dsl",
-            "eval-set",
-            "--bytes",
-            str(script_args.eval_set_bytes),
-            "--seed",
-            str(script_args.eval_seed),
-            "--exclude",
-            str(trained.context["corpus"]),
-            "--output",
-            str(eval_set),
-            "--quiet",
-        ]
-    )
-    if built != 0:
-        print("could not build the evaluation set (see above); the adapter is saved")
+    exclude, workers = [Path(trained.context["corpus"])], os.cpu_count() or 1
+    try:
+        build_eval_set(eval_set, script_args.eval_set_bytes, script_args.eval_seed, exclude, workers=workers)
+    except (CorpusError, ValueError, OSError) as exc:
+        print(f"could not build the evaluation set ({exc}); the adapter is saved")
         return None
     model, adapter = trained.model, trained.adapters["kt"]
     if not (Path(adapter) / "adapter_config.json").is_file():  # trained whole (use_peft: false): the model itself
@@ -172,13 +160,12 @@ def rtce_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | No
 
 def nl_evaluation(trained: TrainedModels, script_args: Any) -> Evaluation | None:
     """`kt nl run`: the round trip of the base model and the fine-tuned one, with the deterministic participants."""
-    from kt_train.cli import main as kt_main
+    from dsl.expr.suite import SuiteConfig, make_suite
     from kt_train.models import cache_dir
 
     suite = cache_dir() / "data" / "nl-suite-arithmetic-seed0"
-    if not (suite / "suite.json").is_file() and kt_main(["nl", "suite", "--output", str(suite), "--quiet"]) != 0:
-        print("could not build the expression suite (see above); the adapter is saved")
-        return None
+    if not (suite / "suite.json").is_file():
+        make_suite(SuiteConfig(), suite)
     lms = [f"base={trained.model}", *(f"{label}={trained.model}@{path}" for label, path in trained.adapters.items())]
     options = {
         "suite": str(suite),

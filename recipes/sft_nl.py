@@ -31,6 +31,7 @@ from datasets import Dataset
 from trl import ModelConfig
 
 from dsl.expr.ft_data import FORMAT as FT_FORMAT
+from dsl.expr.ft_data import FTDataConfig, make_ft_data
 from eval.post_training import (
     TrainedModels,
     checked_evaluations,
@@ -38,7 +39,6 @@ from eval.post_training import (
     run_evaluations,
     training_wandb,
 )
-from kt_train.cli import main as kt_main
 from kt_train.configs import DataArguments, SFTConfig, model_name
 from kt_train.models import cache_dir
 from kt_train.training.data import load_eval_split, load_training_dataset
@@ -91,10 +91,10 @@ def ft_data_dir(script_args: NLScriptArguments) -> Path:
     root = cache_dir() / "data" / name
     with PartialState().main_process_first():
         if PartialState().is_main_process and not (root / "ft_data.json").is_file():
-            argv = ["nl", "ft-data", "--domain", script_args.ft_domain, "--output", str(root)]
-            argv += ["--pairs-per-depth", str(script_args.ft_pairs_per_depth), "--seed", str(script_args.ft_seed)]
-            if kt_main(argv) != 0:
-                raise ValueError(f"could not build the fine-tuning data in {root} (see above)")
+            config = FTDataConfig(
+                domain=script_args.ft_domain, pairs_per_depth=script_args.ft_pairs_per_depth, seed=script_args.ft_seed
+            )
+            make_ft_data(config, root)
     return root
 
 

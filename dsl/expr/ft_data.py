@@ -246,3 +246,13 @@ __all__ = [
     "build_ft_records",
     "write_ft_dataset",
 ]
+
+
+def make_ft_data(config: FTDataConfig, output_dir: Path | str) -> dict[str, list[dict[str, Any]]]:
+    """`kt nl ft-data` as a call: the chats of `config` built and written with the command that rebuilds them; the
+    records by split."""
+    from kt_train.options import command_line
+
+    records = build_ft_records(config)
+    write_ft_dataset(records, output_dir, config, command=command_line("kt nl ft-data", config) + " --output OUT")
+    return records

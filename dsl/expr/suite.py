@@ -265,6 +265,15 @@ infix, S-expression and JSON AST, its variables and structural features. Run the
     return out
 
 
+def make_suite(config: SuiteConfig, output_dir: str | os.PathLike[str], progress: bool = False) -> Suite:
+    """`kt nl suite` as a call: the suite of `config` built and written with the command that rebuilds it."""
+    from kt_train.options import command_line
+
+    suite = build_suite(config, progress=progress)
+    write_suite(suite, output_dir, command=command_line("kt nl suite", config) + " --output OUT")
+    return suite
+
+
 def suite_rows_file(directory: str | os.PathLike[str]) -> Path | None:
     """The rows file of a suite folder (the dataset layout, else the layout of older versions), None when neither."""
     found = [Path(directory) / name for name in (SUITE_PARQUET, LEGACY_SUITE_PARQUET)]

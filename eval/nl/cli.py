@@ -9,26 +9,19 @@ from typing import Any
 
 
 def _suite_command(args: argparse.Namespace) -> int:
-    from dsl.expr.suite import SuiteConfig, build_suite, suite_report, write_suite
-    from kt_train.options import command_line, options_from
+    from dsl.expr.suite import SuiteConfig, make_suite, suite_report
+    from kt_train.options import options_from
 
-    config = options_from(SuiteConfig, args)
-    suite = build_suite(config, progress=not args.quiet)
-    write_suite(suite, args.output, command=command_line("kt nl suite", config) + " --output OUT")
-    print(suite_report(suite))
+    print(suite_report(make_suite(options_from(SuiteConfig, args), args.output, progress=not args.quiet)))
     return 0
 
 
 def _ft_data_command(args: argparse.Namespace) -> int:
-    from dsl.expr.ft_data import FTDataConfig, build_ft_records, write_ft_dataset
-    from kt_train.options import command_line, options_from
+    from dsl.expr.ft_data import FTDataConfig, make_ft_data
+    from kt_train.options import options_from
 
-    config = options_from(FTDataConfig, args)
-    records = build_ft_records(config)
-    path = write_ft_dataset(
-        records, args.output, config, command=command_line("kt nl ft-data", config) + " --output OUT"
-    )
-    print(json.dumps({split: len(rows) for split, rows in records.items()} | {"output": str(path)}))
+    records = make_ft_data(options_from(FTDataConfig, args), args.output)
+    print(json.dumps({split: len(rows) for split, rows in records.items()} | {"output": str(Path(args.output))}))
     return 0
 
 

@@ -64,3 +64,20 @@ def test_recipes_reach_evaluation_only_through_post_training(path: Path) -> None
     evaluation protocol or scorer of its own (a data filter it needs belongs to the data package)."""
     evaluation = {m for m in _imported_modules(path) if m == "eval" or m.startswith("eval.")}
     assert evaluation <= {"eval.post_training"}, evaluation
+
+
+LIBRARY = sorted(
+    p for package in ("kt_train", "dsl", "tracegen", "eval", "recipes") for p in (ROOT / package).rglob("*.py")
+)
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_cli_runs_cli_commands(path: Path) -> None:
+    """Code calls the functions behind a command (`build_eval_set`, `make_suite`, ...), never `kt_train.cli.main`
+    with an argv: that is for the command line, its tests and benchmarks."""
+    calls = {
+        node.func.id
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert path.name == "cli.py" or "kt_main" not in calls

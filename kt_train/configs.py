@@ -188,6 +188,13 @@ class GRPOScriptArguments(DataArguments):
             "(kt_train.training.step_credit)"
         },
     )
+    step_credit_positive_only: bool = field(
+        default=False,
+        metadata={
+            "help": "with credit_assignment step: only steps better than their state's mean are reinforced, worse "
+            "ones get no gradient (rejection-sampling fine-tuning at the states where the samples differ)"
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -204,6 +211,8 @@ class GRPOScriptArguments(DataArguments):
             raise ValueError("reward_funcs must name at least one reward")
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise ValueError("max_prompt_tokens must be >= 1")
+        if self.step_credit_positive_only and self.credit_assignment != "step":
+            raise ValueError("step_credit_positive_only needs credit_assignment step")
         if self.credit_assignment not in CREDIT_ASSIGNMENTS:
             raise ValueError(
                 f"credit_assignment must be one of {', '.join(CREDIT_ASSIGNMENTS)}, got {self.credit_assignment!r}"

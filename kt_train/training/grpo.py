@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,9 @@ def run_grpo(
         model = get_training_model(model_args, training_args)
         if script_args.init_adapter is not None:
             model = merge_adapter(model, script_args.init_adapter)
-        trainer_class = StepCreditGRPOTrainer if script_args.credit_assignment == "step" else GRPOTrainer
+        trainer_class: Any = GRPOTrainer
+        if script_args.credit_assignment == "step":
+            trainer_class = partial(StepCreditGRPOTrainer, positive_only=script_args.step_credit_positive_only)
         trainer = trainer_class(
             model=model,
             reward_funcs=list(rewards),

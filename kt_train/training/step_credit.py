@@ -53,12 +53,15 @@ def step_returns(steps: Sequence[Step]) -> list[float]:
     return returns[::-1]
 
 
-def step_advantages(completions: Sequence[Sequence[Step]], group_size: int) -> list[list[float]]:
+def step_advantages(
+    completions: Sequence[Sequence[Step]], group_size: int, positive_only: bool = False
+) -> list[list[float]]:
     """Per completion, per step: Q - V, where V is the mean return of the steps in the step's state among its group
     (`group_size` consecutive completions of one prompt) and Q the mean return of those of them that took the same
     action (so samples that wrote the same step in the same state get the same advantage, and a state where all
     wrote the same gives none), divided by the standard deviation of the batch's nonzero advantages (1 when there
-    are fewer than two)."""
+    are fewer than two). `positive_only`: steps worse than their state's mean get 0 (only the better ones are
+    reinforced, as in rejection-sampling fine-tuning, at the states where the samples differ)."""
     if group_size < 1 or len(completions) % group_size:
         raise ValueError(f"{len(completions)} completions do not form groups of {group_size}")
     returns = [step_returns(steps) for steps in completions]
@@ -73,7 +76,7 @@ def step_advantages(completions: Sequence[Sequence[Step]], group_size: int) -> l
                 by_action[step.state, step.action].append(value)
         for index in group:
             advantage = [mean(by_action[s.state, s.action]) - mean(by_state[s.state]) for s in completions[index]]
-            advantages.append(advantage)
+            advantages.append([max(a, 0.0) for a in advantage] if positive_only else advantage)
     nonzero = torch.tensor([a for row in advantages for a in row if abs(a) > 1e-12], dtype=torch.float64)
     scale = float(nonzero.std()) if nonzero.numel() > 1 else 1.0
     scale = scale if scale > 1e-8 else 1.0
@@ -122,9 +125,10 @@ def step_reward_of(reward_funcs: Sequence[Any]) -> StepReward:
 class StepCreditGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with per-token advantages from verified steps during training (module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, positive_only: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.step_reward = step_reward_of(self.reward_funcs)
+        self.positive_only = positive_only
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
@@ -136,7 +140,7 @@ class StepCreditGRPOTrainer(GRPOTrainer):
         columns = {key: [row[key] for row in inputs] for key in inputs[0] if key != "prompt"}
         local_steps = self.step_reward.steps(texts, columns)
         all_steps = gather_object(local_steps)
-        advantages = step_advantages(all_steps, self.num_generations)
+        advantages = step_advantages(all_steps, self.num_generations, self.positive_only)
         first = self.accelerator.process_index * len(inputs)
         per_token = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
         for row, (tokens, steps) in enumerate(zip(rows, local_steps, strict=True)):

@@ -30,6 +30,15 @@ def test_credit_goes_to_where_the_group_chose_differently() -> None:
     assert advantages[0][1] == pytest.approx(0.25 / 0.3535534, rel=1e-5)  # 0.25 over the std of (0.25, -0.25)
 
 
+def test_positive_only_credit_leaves_the_worse_steps_alone() -> None:
+    right = [Step(5, "", "one\n", 0.5)]
+    wrong = [Step(5, "", "tow\n", 0.0)]
+    both = step_advantages([right, wrong], group_size=2)
+    positive = step_advantages([right, wrong], group_size=2, positive_only=True)
+    assert both[0][0] > 0 > both[1][0]
+    assert positive[0][0] > 0 and positive[1] == [0.0]
+
+
 def test_a_state_one_sample_reached_and_other_groups_give_no_credit() -> None:
     first = [Step(5, "", "a", 0.3), Step(10, "a", "b", 0.2)]
     second = [Step(5, "", "x", 0.0)]

@@ -29,7 +29,6 @@ takes advantages of shape (B, T)) and logs `step_credit/*`; evaluation keeps TRL
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import mean
@@ -40,8 +39,6 @@ from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from kt_train.rewards import Step, StepReward
-
-logger = logging.getLogger(__name__)
 
 
 def step_returns(steps: Sequence[Step]) -> list[float]:

@@ -8,6 +8,8 @@ from dsl.bits import program_bits
 from dsl.segments import segment_program
 from eval.kt.line_credit import line_steps
 from eval.rewards.kt import KTCompressionReward
+from tests.eval.kt.test_dsl_limits import BIG_MODULUS, SCAN_ADD_CHAIN, WIDE_READS
+from tests.kt_templates import crt_template
 
 SEQUENCE = [238, 186, 0, 115, 120, 125, 130, 135, 140, 6, 6, 6, 6, 6, 6]
 
@@ -50,3 +52,13 @@ def test_the_reward_offers_steps_only_for_uniform_priced_dsl() -> None:
     assert not KTCompressionReward(prior="gzip").has_steps
     with pytest.raises(ValueError, match="uniform prior"):
         KTCompressionReward(prior="gzip").steps([program], {"sequence": [SEQUENCE]})
+
+
+def test_gaming_and_costly_programs_earn_no_step_credit() -> None:
+    """The Chinese-remainder template, a 4 KB `scan_add` chain and thousand-digit moduli, written as completions:
+    their first line fails its check (an unencodable literal, or values that are not the sequence's), so no step
+    returns anything and nothing after it is credited."""
+    sequence = [7, 1, 200, 3, 9, 9, 0, 255, 4]
+    for program in (crt_template(sequence), SCAN_ADD_CHAIN, BIG_MODULUS, WIDE_READS):
+        steps = line_steps(program + "\n", sequence, 8, 0.5)
+        assert len(steps) == 1 and steps[0].reward == 0.0 and steps[0].end <= program.index("\n") + 1

@@ -31,6 +31,7 @@ from dsl.expr.suite import hashed_rng
 from dsl.expr.tree import Node
 from kt_train.hf_dataset import CardInfo, row_id, write_hf_dataset
 from kt_train.models import DEFAULT_MODEL
+from kt_train.options import command_line
 from kt_train.token_lengths import ChatTokenizer, length_card_section, length_stats
 
 FT_DOMAINS = ("arithmetic", "assembly")
@@ -251,8 +252,6 @@ __all__ = [
 def make_ft_data(config: FTDataConfig, output_dir: Path | str) -> dict[str, list[dict[str, Any]]]:
     """`kt nl ft-data` as a call: the chats of `config` built and written with the command that rebuilds them; the
     records by split."""
-    from kt_train.options import command_line
-
     records = build_ft_records(config)
     write_ft_dataset(records, output_dir, config, command=command_line("kt nl ft-data", config) + " --output OUT")
     return records

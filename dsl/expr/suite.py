@@ -23,6 +23,7 @@ from dsl.expr.features import structural_features
 from dsl.expr.prompts import shot_expressions
 from dsl.expr.serialize import parse_infix, to_infix, to_json_ast, to_sexpr
 from dsl.expr.skeletons import count_skeletons, enumerate_skeletons, skeleton_id
+from kt_train.options import command_line
 
 logger = logging.getLogger(__name__)
 
@@ -267,8 +268,6 @@ infix, S-expression and JSON AST, its variables and structural features. Run the
 
 def make_suite(config: SuiteConfig, output_dir: str | os.PathLike[str], progress: bool = False) -> Suite:
     """`kt nl suite` as a call: the suite of `config` built and written with the command that rebuilds it."""
-    from kt_train.options import command_line
-
     suite = build_suite(config, progress=progress)
     write_suite(suite, output_dir, command=command_line("kt nl suite", config) + " --output OUT")
     return suite

@@ -43,7 +43,7 @@ def test_a_state_one_sample_reached_and_other_groups_give_no_credit() -> None:
     first = [Step(5, "", "a", 0.3), Step(10, "a", "b", 0.2)]
     second = [Step(5, "", "x", 0.0)]
     third = [Step(5, "", "c", 0.7)]  # another prompt's group of one
-    advantages = step_advantages([first, second, [Step(5, "", "c", 0.7)], third], group_size=2)
+    advantages = step_advantages([first, second, third, third], group_size=2)
     assert advantages[0][1] == 0.0  # state "a": only the first sample reached it
     assert advantages[0][0] > 0 > advantages[1][0]
     assert advantages[2] == advantages[3] == [0.0]  # the same step in the same state
